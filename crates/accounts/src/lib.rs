@@ -1,0 +1,16 @@
+//! Accounts: tenants and their status, users who issue keys and their permissions, API keys,
+//! the wallet and its ledger, and per-tenant module switches. The admin CLI and the gateway's
+//! authentication both go through here.
+
+pub mod demo;
+pub mod keys;
+pub mod modules;
+pub mod schema;
+pub mod tenants;
+pub mod users;
+pub mod wallet;
+
+pub use keys::{ApiKey, IssuedKey};
+pub use tenants::{Tenant, TenantStatus};
+pub use users::User;
+pub use wallet::Wallet;

@@ -1,0 +1,249 @@
+//! `POST /contact-groups/{group}/contacts/batch`: up to 500 contacts matched on their full
+//! number. Planning happens in memory, so the writes are one multi-row insert plus the updates.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use kernel::Error;
+use kernel::phone::ContactPhone;
+
+use crate::body::ContactBody;
+use crate::contact::{ContactRow, new_uid, parse_phone};
+use crate::service::{merge_fields, row_state};
+
+/// The contract's limit on one batch.
+pub const MAX_BATCH_ROWS: usize = 500;
+
+pub(crate) struct BatchInput {
+    pub rows: Vec<Value>,
+    pub skip_existing: bool,
+}
+
+impl BatchInput {
+    pub(crate) fn parse(value: &Value) -> Result<Self, Error> {
+        let Some(object) = value.as_object() else {
+            return Err(Error::validation("The body must be a JSON object with a contacts array."));
+        };
+        let rows = match object.get("contacts") {
+            Some(Value::Array(rows)) if rows.is_empty() => {
+                return Err(Error::field("contacts", "The contacts array needs at least one contact."));
+            }
+            Some(Value::Array(rows)) if rows.len() > MAX_BATCH_ROWS => {
+                return Err(Error::field(
+                    "contacts",
+                    format!("A batch holds at most {MAX_BATCH_ROWS} contacts; {} were sent.", rows.len()),
+                ));
+            }
+            Some(Value::Array(rows)) => rows.clone(),
+            None | Some(Value::Null) => return Err(Error::field("contacts", "The contacts field is required.")),
+            Some(_) => return Err(Error::field("contacts", "The contacts field must be an array.")),
+        };
+        let skip_existing = match object.get("skip_existing") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(Error::field("skip_existing", "The skip_existing field must be true or false.")),
+        };
+        Ok(Self { rows, skip_existing })
+    }
+}
+
+/// What a contact holds besides its identity.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ContactState {
+    pub name: String,
+    pub country_code: String,
+    pub phone_number: String,
+    pub full_phone_number: String,
+    pub is_subscribed: bool,
+    pub custom_field_values: Map<String, Value>,
+}
+
+/// A merge-only change (contract: PATCH changes only the keys sent).
+pub(crate) fn apply_patch(state: &ContactState, body: &ContactBody, default_cc: &str) -> Result<ContactState, Error> {
+    let mut next = state.clone();
+    if body.phone.is_some() || body.country_code.is_some() {
+        let (number, field) = body.phone.clone().unwrap_or_else(|| (state.phone_number.clone(), "PHONE"));
+        let cc = body.country_code.clone().unwrap_or_else(|| state.country_code.clone());
+        let phone = parse_phone(&number, field, Some(&cc), default_cc)?;
+        next.full_phone_number = phone.full();
+        next.country_code = phone.country_code;
+        next.phone_number = phone.national;
+    }
+    if let Some(name) = &body.name {
+        next.name = name.clone();
+    }
+    if let Some(subscribed) = body.is_subscribed {
+        next.is_subscribed = subscribed;
+    }
+    next.custom_field_values = merge_fields(next.custom_field_values, &body.custom_fields);
+    Ok(next)
+}
+
+fn new_state(body: &ContactBody, phone: &ContactPhone) -> ContactState {
+    ContactState {
+        name: body.name.clone().unwrap_or_else(|| phone.full()),
+        country_code: phone.country_code.clone(),
+        phone_number: phone.national.clone(),
+        full_phone_number: phone.full(),
+        is_subscribed: body.is_subscribed.unwrap_or(true),
+        custom_field_values: merge_fields(Map::new(), &body.custom_fields),
+    }
+}
+
+/// Every row parsed and its number normalized, before looking at the database.
+pub(crate) struct Plan {
+    rows: Vec<Result<(ContactBody, ContactPhone), Error>>,
+}
+
+pub(crate) fn plan(input: &BatchInput, default_cc: &str) -> Plan {
+    let rows = input
+        .rows
+        .iter()
+        .map(|row| {
+            let body = ContactBody::parse(row)?;
+            let (number, field) =
+                body.phone.clone().ok_or_else(|| Error::field("PHONE", "The PHONE field is required."))?;
+            let phone = parse_phone(&number, field, body.country_code.as_deref(), default_cc)?;
+            Ok((body, phone))
+        })
+        .collect();
+    Plan { rows }
+}
+
+pub(crate) struct NewContact {
+    pub uid: String,
+    pub state: ContactState,
+}
+
+#[derive(Default)]
+pub(crate) struct Writes {
+    pub creates: Vec<NewContact>,
+    pub updates: Vec<(i64, ContactState)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Created,
+    Updated,
+    Skipped,
+    Rejected,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RowResult {
+    pub index: usize,
+    /// The contact's uid; null for a rejected row.
+    pub uid: Option<String>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Problem {
+    pub index: usize,
+    pub errors: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BatchReport {
+    pub group_id: i64,
+    pub received: usize,
+    pub created: usize,
+    pub updated: usize,
+    pub skipped: usize,
+    pub rejected: usize,
+    /// One entry per row, in order.
+    pub results: Vec<RowResult>,
+    pub problems: Vec<Problem>,
+}
+
+enum Slot {
+    Existing { id: i64, uid: String, state: ContactState, touched: bool },
+    New(usize),
+}
+
+impl Plan {
+    /// The distinct full numbers of the rows that parsed.
+    pub(crate) fn numbers(&self) -> Vec<String> {
+        let mut numbers: Vec<String> = self.rows.iter().flatten().map(|(_, phone)| phone.full()).collect();
+        numbers.sort();
+        numbers.dedup();
+        numbers
+    }
+
+    /// Decides each row's fate against the contacts already in the group.
+    pub(crate) fn resolve(self, group_id: i64, skip_existing: bool, existing: Vec<ContactRow>) -> (BatchReport, Writes) {
+        let mut slots: HashMap<String, Slot> = existing
+            .iter()
+            .map(|row| {
+                let slot = Slot::Existing { id: row.id, uid: row.uid.clone(), state: row_state(row), touched: false };
+                (row.full_phone_number.clone(), slot)
+            })
+            .collect();
+        let mut writes = Writes::default();
+        let mut report = BatchReport {
+            group_id,
+            received: self.rows.len(),
+            created: 0,
+            updated: 0,
+            skipped: 0,
+            rejected: 0,
+            results: Vec::with_capacity(self.rows.len()),
+            problems: Vec::new(),
+        };
+        for (index, row) in self.rows.into_iter().enumerate() {
+            let outcome = row.and_then(|(body, phone)| match slots.get_mut(&phone.full()) {
+                Some(Slot::Existing { uid, .. }) if skip_existing => Ok((uid.clone(), Outcome::Skipped)),
+                Some(Slot::Existing { uid, state, touched, .. }) => {
+                    *state = apply_patch(state, &body, &phone.country_code)?;
+                    *touched = true;
+                    Ok((uid.clone(), Outcome::Updated))
+                }
+                // A number repeated in the batch updates the contact an earlier row created.
+                Some(Slot::New(k)) => {
+                    let created = &mut writes.creates[*k];
+                    created.state = apply_patch(&created.state, &body, &phone.country_code)?;
+                    Ok((created.uid.clone(), Outcome::Updated))
+                }
+                None => {
+                    let uid = new_uid();
+                    slots.insert(phone.full(), Slot::New(writes.creates.len()));
+                    writes.creates.push(NewContact { uid: uid.clone(), state: new_state(&body, &phone) });
+                    Ok((uid, Outcome::Created))
+                }
+            });
+            match outcome {
+                Ok((uid, outcome)) => {
+                    match outcome {
+                        Outcome::Created => report.created += 1,
+                        Outcome::Updated => report.updated += 1,
+                        Outcome::Skipped => report.skipped += 1,
+                        Outcome::Rejected => report.rejected += 1,
+                    }
+                    report.results.push(RowResult { index, uid: Some(uid), outcome });
+                }
+                Err(error) => {
+                    report.rejected += 1;
+                    let errors = if error.errors.is_empty() {
+                        BTreeMap::from([("contact".to_owned(), vec![error.message])])
+                    } else {
+                        error.errors
+                    };
+                    report.problems.push(Problem { index, errors });
+                    report.results.push(RowResult { index, uid: None, outcome: Outcome::Rejected });
+                }
+            }
+        }
+        writes.updates = slots
+            .into_values()
+            .filter_map(|slot| match slot {
+                Slot::Existing { id, state, touched: true, .. } => Some((id, state)),
+                _ => None,
+            })
+            .collect();
+        (report, writes)
+    }
+}

@@ -1,0 +1,159 @@
+//! Contacts (contract: Contact): a person's number within one group, with custom field values.
+
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use kernel::phone::{ContactPhone, PhoneError};
+use kernel::{Error, PageRequest};
+
+use crate::schema::contacts;
+
+/// A contact in a path: its `ctc_` uid or its numeric id, only within its own group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContactRef {
+    Id(i64),
+    Uid(String),
+}
+
+impl ContactRef {
+    pub fn parse(raw: &str) -> Self {
+        match raw.parse::<i64>() {
+            Ok(id) => Self::Id(id),
+            Err(_) => Self::Uid(raw.to_owned()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Contact {
+    pub id: i64,
+    pub uid: String,
+    pub group_id: i64,
+    pub group_uid: uuid::Uuid,
+    pub name: String,
+    /// Digits only, e.g. `255`.
+    pub country_code: String,
+    /// The national number, without the country code or a trunk `0`.
+    pub phone_number: String,
+    /// Country code plus national number, digits only.
+    pub full_phone_number: String,
+    pub is_subscribed: bool,
+    /// Always an object; `{}` when none.
+    #[schema(value_type = Object)]
+    pub custom_field_values: Map<String, Value>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = contacts)]
+pub(crate) struct ContactRow {
+    pub id: i64,
+    pub uid: String,
+    pub group_id: i64,
+    pub name: String,
+    pub country_code: String,
+    pub phone_number: String,
+    pub full_phone_number: String,
+    pub is_subscribed: bool,
+    pub custom_field_values: Value,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+impl ContactRow {
+    pub(crate) fn into_contact(self, group_uid: uuid::Uuid) -> Contact {
+        Contact {
+            id: self.id,
+            uid: self.uid,
+            group_id: self.group_id,
+            group_uid,
+            name: self.name,
+            country_code: self.country_code,
+            phone_number: self.phone_number,
+            full_phone_number: self.full_phone_number,
+            is_subscribed: self.is_subscribed,
+            custom_field_values: match self.custom_field_values {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            },
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// A new contact's uid.
+pub(crate) fn new_uid() -> String {
+    format!("ctc_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Normalizes a phone, reporting a failure on the key it came from.
+pub(crate) fn parse_phone(
+    phone: &str,
+    field: &str,
+    country_code: Option<&str>,
+    default_country_code: &str,
+) -> Result<ContactPhone, Error> {
+    ContactPhone::parse(phone, country_code, default_country_code).map_err(|e| match e {
+        PhoneError::CountryCode => Error::field("country_code", e.to_string()),
+        _ => Error::field(field, e.to_string()),
+    })
+}
+
+/// `GET /contact-groups/{group}/contacts` filters.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ContactFilter {
+    /// Matches the name, the national number, or the full number without punctuation.
+    pub search: Option<String>,
+    /// `true` or `false`.
+    pub subscribed: Option<String>,
+}
+
+/// `GET /contacts` filters.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ContactSearch {
+    /// Matches like `search` on a group's list.
+    pub q: Option<String>,
+    /// A group's id or UUID.
+    pub group_id: Option<String>,
+}
+
+/// The parsed list query.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub search: Option<String>,
+    pub subscribed: Option<bool>,
+}
+
+impl ContactFilter {
+    pub fn parse(&self) -> Result<ListQuery, Error> {
+        let subscribed = match self.subscribed.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("true" | "1") => Some(true),
+            Some("false" | "0") => Some(false),
+            Some(_) => return Err(Error::field("subscribed", "The subscribed filter must be true or false.")),
+        };
+        Ok(ListQuery { search: self.search.clone().filter(|s| !s.trim().is_empty()), subscribed })
+    }
+}
+
+/// Default page size of contact lists (contract: 20 for contacts).
+pub const DEFAULT_PER_PAGE: i64 = 20;
+
+pub(crate) fn page_bounds(page: PageRequest) -> (i64, i64) {
+    (page.per_page, page.offset())
+}
+
+/// `%term%` for LIKE, with the term's own wildcards escaped.
+pub(crate) fn like_pattern(term: &str) -> String {
+    let escaped = term.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}

@@ -1,0 +1,205 @@
+//! Contact groups (contract: Contact group): named lists of contacts with their custom
+//! field definitions.
+
+use std::collections::BTreeSet;
+
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use kernel::error::FieldErrors;
+use kernel::{Error, TenantId};
+
+use crate::body::{MAX_FIELD_KEY_CHARS, is_field_key};
+use crate::schema::contact_groups;
+
+/// The longest group name kept.
+pub const MAX_GROUP_NAME_CHARS: usize = 191;
+
+/// The custom field types a group may declare (`text` when none is given).
+pub const FIELD_TYPES: &[&str] = &["text", "number", "date", "datetime", "boolean", "email", "phone", "url"];
+
+/// A group in a path: its numeric id or its UUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupRef {
+    Id(i64),
+    Uid(Uuid),
+}
+
+impl GroupRef {
+    /// Anything that is neither an id nor a UUID names no group: a 404, like a foreign id.
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        if let Ok(id) = raw.parse::<i64>() {
+            return Ok(Self::Id(id));
+        }
+        Uuid::parse_str(raw).map(Self::Uid).map_err(|_| Error::not_found("Contact group"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CustomField {
+    pub key: String,
+    /// Defaults to the key.
+    pub label: String,
+    /// Defaults to `text`.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContactGroup {
+    pub id: i64,
+    pub uid: Uuid,
+    pub name: String,
+    /// `active` or `inactive`.
+    pub status: String,
+    /// Every contact, subscribed or not.
+    pub contacts_count: i64,
+    /// The contacts a campaign would reach.
+    pub subscribed_count: i64,
+    pub custom_fields: Vec<CustomField>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = contact_groups)]
+pub(crate) struct GroupRow {
+    pub id: i64,
+    pub uid: Uuid,
+    pub name: String,
+    pub status: String,
+    pub custom_fields: Value,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+impl GroupRow {
+    pub(crate) fn into_group(self, contacts_count: i64, subscribed_count: i64) -> ContactGroup {
+        ContactGroup {
+            id: self.id,
+            uid: self.uid,
+            name: self.name,
+            status: self.status,
+            contacts_count,
+            subscribed_count,
+            custom_fields: serde_json::from_value(self.custom_fields).unwrap_or_default(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// `POST /contact-groups`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewGroup {
+    pub name: String,
+    /// Each `{key, label?, type?}`, or just the key as a string.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub custom_fields: Option<Value>,
+}
+
+/// `PATCH /contact-groups/{group}`: only what is sent changes.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct GroupPatch {
+    pub name: Option<String>,
+    /// `active` or `inactive`.
+    pub status: Option<String>,
+    /// Replaces the definitions (stored values are untouched).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub custom_fields: Option<Value>,
+}
+
+/// What deleting a group removed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DeletedGroup {
+    pub id: i64,
+    pub uid: Uuid,
+    pub deleted: bool,
+    pub contacts_deleted: i64,
+}
+
+pub(crate) fn check_name(name: &str, errors: &mut FieldErrors) -> String {
+    let name = name.trim();
+    if name.is_empty() {
+        errors.add("name", "The name is required.");
+    } else if name.chars().count() > MAX_GROUP_NAME_CHARS {
+        errors.add("name", format!("The name may not be longer than {MAX_GROUP_NAME_CHARS} characters."));
+    }
+    name.to_owned()
+}
+
+/// Reads custom field definitions: keys of letters, digits, `_`, `.`, `-`, no duplicates,
+/// label defaulting to the key and type to `text`.
+pub(crate) fn parse_custom_fields(value: &Value, errors: &mut FieldErrors) -> Vec<CustomField> {
+    let Value::Array(items) = value else {
+        errors.add("custom_fields", "The custom_fields must be an array.");
+        return Vec::new();
+    };
+    let mut seen = BTreeSet::new();
+    let mut fields = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = |member: &str| format!("custom_fields.{i}{member}");
+        let (key, label, kind) = match item {
+            Value::String(key) => (Some(key.trim().to_owned()), None, None),
+            Value::Object(o) => {
+                let string = |name: &str, errors: &mut FieldErrors| match o.get(name) {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(s.trim().to_owned()).filter(|s| !s.is_empty()),
+                    Some(_) => {
+                        errors.add(at(&format!(".{name}")), format!("The {name} must be a string."));
+                        None
+                    }
+                };
+                (string("key", errors), string("label", errors), string("type", errors))
+            }
+            _ => {
+                errors.add(at(""), "Each custom field is an object {key, label, type} or a key.");
+                continue;
+            }
+        };
+        let Some(key) = key else {
+            errors.add(at(".key"), "The key is required.");
+            continue;
+        };
+        if !is_field_key(&key) {
+            errors.add(
+                at(".key"),
+                format!("Keys use letters, digits, '_', '.' and '-' (at most {MAX_FIELD_KEY_CHARS} characters)."),
+            );
+            continue;
+        }
+        if !seen.insert(key.clone()) {
+            errors.add(at(".key"), format!("The key {key:?} is repeated."));
+            continue;
+        }
+        let kind = kind.unwrap_or_else(|| "text".to_owned());
+        if !FIELD_TYPES.contains(&kind.as_str()) {
+            errors.add(at(".type"), format!("Unknown type {kind:?}; use one of {}.", FIELD_TYPES.join(", ")));
+            continue;
+        }
+        fields.push(CustomField { label: label.unwrap_or_else(|| key.clone()), key, kind });
+    }
+    fields
+}
+
+pub(crate) fn check_status(status: &str, errors: &mut FieldErrors) {
+    if !matches!(status, "active" | "inactive") {
+        errors.add("status", "The status must be active or inactive.");
+    }
+}
+
+/// Filters a group query to one tenant's group by id or uid.
+pub(crate) fn find(tenant: TenantId, group: GroupRef) -> contact_groups::BoxedQuery<'static, diesel::pg::Pg> {
+    let query = contact_groups::table.filter(contact_groups::tenant_id.eq(tenant.0)).into_boxed();
+    match group {
+        GroupRef::Id(id) => query.filter(contact_groups::id.eq(id)),
+        GroupRef::Uid(uid) => query.filter(contact_groups::uid.eq(uid)),
+    }
+}

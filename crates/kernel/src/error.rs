@@ -1,0 +1,154 @@
+//! The one error type that crosses crate borders (house rule 4). The gateway maps each
+//! [`ErrorKind`] to a status and the envelope of the route family; internal causes are
+//! logged, never sent.
+
+use std::collections::BTreeMap;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// 422: bad keys, values or structure.
+    Validation,
+    /// 401: missing, unknown, revoked, expired or wrong-kind credentials.
+    Unauthenticated,
+    /// 403: permission, ownership, issuer or account-status refusal.
+    Forbidden,
+    /// 404: unknown or another tenant's resource.
+    NotFound,
+    /// 409: state or uniqueness conflict.
+    Conflict,
+    /// 429: too many requests.
+    RateLimited,
+    /// 502: an outside system refused or failed.
+    ProviderFailure,
+    /// 503: try again later.
+    Unavailable,
+    /// 500: a bug or a broken dependency; the message stays in the log.
+    Internal,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// Field errors, `{field: [message]}` as the v3 envelope shows them.
+    pub errors: BTreeMap<String, Vec<String>>,
+    /// A machine-readable reason (the leads refusals, data error codes).
+    pub reason: Option<String>,
+    /// Extra top-level members of the error body (e.g. `count` on a refused group delete).
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            errors: BTreeMap::new(),
+            reason: None,
+            details: serde_json::Map::new(),
+        }
+    }
+
+    /// A 422 naming one field.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::new(ErrorKind::Validation, message.clone()).with_field(field, message)
+    }
+
+    /// A 422 with the field errors collected by a validator; the message is the first one.
+    pub fn fields(errors: BTreeMap<String, Vec<String>>) -> Self {
+        let message = errors
+            .values()
+            .flat_map(|v| v.first())
+            .next()
+            .cloned()
+            .unwrap_or_else(|| "The given data was invalid.".to_owned());
+        Self { errors, ..Self::new(ErrorKind::Validation, message) }
+    }
+
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Validation, message)
+    }
+
+    pub fn not_found(what: impl std::fmt::Display) -> Self {
+        Self::new(ErrorKind::NotFound, format!("{what} not found."))
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, message)
+    }
+
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unauthenticated, message)
+    }
+
+    /// A 500 whose cause is logged here and never sent to the caller.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        let message = cause.to_string();
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>, message: impl Into<String>) -> Self {
+        self.errors.entry(field.into()).or_default().push(message.into());
+        self
+    }
+
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    pub fn with_detail(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    pub fn is(&self, kind: ErrorKind) -> bool {
+        self.kind == kind
+    }
+}
+
+/// Collects field errors while validating a body, so a caller sees every problem at once.
+#[derive(Debug, Default)]
+pub struct FieldErrors(BTreeMap<String, Vec<String>>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(field.into()).or_default().push(message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn into_map(self) -> BTreeMap<String, Vec<String>> {
+        self.0
+    }
+
+    /// `Ok(())` when nothing was collected, else one 422 with every field error.
+    pub fn finish(self) -> Result<()> {
+        if self.0.is_empty() { Ok(()) } else { Err(Error::fields(self.0)) }
+    }
+}
+
+/// Database failures are internal unless a domain matched them first (a unique violation it
+/// expected, a row it looked up); `NotFound` keeps its meaning.
+impl From<diesel::result::Error> for Error {
+    fn from(error: diesel::result::Error) -> Self {
+        match error {
+            diesel::result::Error::NotFound => Self::new(ErrorKind::NotFound, "Not found."),
+            other => Self::internal(format!("database: {other}")),
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The shared vocabulary of the workspace. No I/O lives here: ids, the authenticated
+//! [`Caller`] and its permissions, the one [`Error`] type every domain returns, page requests
+//! and pages, phone numbers and the [`Clock`] that tests can move.
+
+pub mod caller;
+pub mod clock;
+pub mod error;
+pub mod ids;
+pub mod money;
+pub mod page;
+pub mod phone;
+
+pub use caller::{Caller, CredentialKind, Issuer, Permission};
+pub use clock::Clock;
+pub use error::{Error, ErrorKind, Result};
+pub use ids::{ApiKeyId, TenantId, UserId};
+pub use page::{Page, PageRequest, Pagination};

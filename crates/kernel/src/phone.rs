@@ -1,0 +1,92 @@
+//! Phone numbers. Contacts keep the contract's explicit shape: a national number and a
+//! country calling code, never inferring the code from a `+` (contract: Contact body).
+
+/// The digits of `raw`, everything else dropped (`+255 (712) 345-678` -> `255712345678`).
+pub fn digits(raw: &str) -> String {
+    raw.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// A contact's number as the contract's Contact fields show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContactPhone {
+    /// Digits only, without the country code; a leading trunk `0` dropped.
+    pub national: String,
+    /// Digits only.
+    pub country_code: String,
+}
+
+impl ContactPhone {
+    /// Normalizes and checks a contact number. `country_code` falls back to the account's
+    /// default calling code; the full number must be one a maintained numbering plan accepts.
+    pub fn parse(
+        phone: &str,
+        country_code: Option<&str>,
+        default_country_code: &str,
+    ) -> Result<Self, PhoneError> {
+        let country_code = match country_code.map(digits) {
+            Some(code) if !code.is_empty() => code,
+            Some(_) => return Err(PhoneError::CountryCode),
+            None => digits(default_country_code),
+        };
+        let all = digits(phone);
+        let national = all.strip_prefix('0').unwrap_or(&all).to_owned();
+        if national.is_empty() {
+            return Err(PhoneError::Empty);
+        }
+        let code: u16 = country_code.parse().map_err(|_| PhoneError::CountryCode)?;
+        let number = phonenumber::parse(None, format!("+{country_code}{national}"))
+            .map_err(|_| PhoneError::Invalid)?;
+        if number.code().value() != code || !phonenumber::is_valid(&number) {
+            return Err(PhoneError::Invalid);
+        }
+        Ok(Self { national, country_code })
+    }
+
+    /// Country code plus national number, digits only.
+    pub fn full(&self) -> String {
+        format!("{}{}", self.country_code, self.national)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PhoneError {
+    #[error("The phone number is required.")]
+    Empty,
+    #[error("The country code must be digits, like 255.")]
+    CountryCode,
+    #[error("The phone number is not a valid number for its country code.")]
+    Invalid,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn national_numbers_drop_punctuation_and_the_trunk_zero() {
+        let p = ContactPhone::parse("0712 345-678", None, "255").expect("valid");
+        assert_eq!((p.national.as_str(), p.country_code.as_str()), ("712345678", "255"));
+        assert_eq!(p.full(), "255712345678");
+        let p = ContactPhone::parse("712345678", Some("+255"), "1").expect("valid");
+        assert_eq!(p.full(), "255712345678");
+    }
+
+    #[test]
+    fn a_plus_is_not_read_as_a_country_code() {
+        assert_eq!(
+            ContactPhone::parse("+255712345678", None, "255"),
+            Err(PhoneError::Invalid)
+        );
+        assert_eq!(ContactPhone::parse("12", None, "255"), Err(PhoneError::Invalid));
+        assert_eq!(ContactPhone::parse("--", None, "255"), Err(PhoneError::Empty));
+        assert_eq!(ContactPhone::parse("712345678", Some("x"), "255"), Err(PhoneError::CountryCode));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn digits_keeps_only_digits(s in ".*") {
+            let d = digits(&s);
+            proptest::prop_assert!(d.chars().all(|c| c.is_ascii_digit()));
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The event outbox: domains write events in the same transaction as the change that caused
+//! them (house rule 5); the webhooks fan-out turns them into deliveries.
+
+use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use kernel::TenantId;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::Conn;
+
+/// Records one event; its id is stable across every delivery, retry and replay.
+pub async fn emit(
+    conn: &mut Conn,
+    tenant: TenantId,
+    name: &str,
+    payload: serde_json::Value,
+    occurred_at: OffsetDateTime,
+) -> Result<Uuid, kernel::Error> {
+    let id = Uuid::new_v4();
+    diesel::sql_query(
+        "INSERT INTO events (id, tenant_id, name, payload, occurred_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<BigInt, _>(tenant.0)
+    .bind::<Text, _>(name)
+    .bind::<Jsonb, _>(payload)
+    .bind::<Timestamptz, _>(occurred_at)
+    .execute(conn)
+    .await?;
+    Ok(id)
+}

@@ -1,0 +1,4 @@
+DROP TABLE rate_limit_hits;
+DROP TABLE idempotency_keys;
+DROP TABLE events;
+DROP TABLE jobs;

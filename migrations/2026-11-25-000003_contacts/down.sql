@@ -1,0 +1,2 @@
+DROP TABLE contacts;
+DROP TABLE contact_groups;

@@ -1,0 +1,58 @@
+//! `cargo xtask ci`: format check, clippy with warnings denied, then `cargo xtask test`.
+
+use std::process::{Command, ExitCode, Stdio};
+
+use crate::process::{Interrupts, exit_code};
+use crate::{Result, Workspace, test};
+
+const CHECKS: [&[&str]; 2] = [
+    &["fmt", "--all", "--check"],
+    &[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ],
+];
+
+pub async fn ci(workspace: &Workspace, interrupts: &mut Interrupts) -> Result<ExitCode> {
+    ensure_rustfmt_and_clippy(workspace);
+    for args in CHECKS {
+        println!("xtask: cargo {}", args.join(" "));
+        let status = interrupts.run(workspace.cargo().args(args)).await?;
+        if !status.success() {
+            eprintln!("xtask: `cargo {}` failed ({status})", args.join(" "));
+            return Ok(exit_code(status));
+        }
+    }
+    println!("xtask: cargo xtask test");
+    test::test(workspace, interrupts, &[]).await
+}
+
+/// A minimal toolchain lacks these components; rustup can add them.
+fn ensure_rustfmt_and_clippy(workspace: &Workspace) {
+    let works = |tool: &str| {
+        workspace
+            .cargo()
+            .as_std_mut()
+            .args([tool, "--version"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if works("fmt") && works("clippy") {
+        return;
+    }
+    println!("xtask: rustup component add rustfmt clippy");
+    // When this fails, the check itself says what is missing.
+    if let Err(error) = Command::new("rustup")
+        .args(["component", "add", "rustfmt", "clippy"])
+        .current_dir(&workspace.root)
+        .status()
+    {
+        eprintln!("xtask: cannot run rustup: {error}");
+    }
+}

@@ -1,0 +1,111 @@
+//! Developer and CI entry points: `cargo xtask run | test | ci`.
+//!
+//! Depends on none of the workspace's own crates, so it builds in seconds on a clean machine.
+
+mod ci;
+mod pg;
+mod process;
+mod run;
+mod test;
+
+use std::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::process::Interrupts;
+
+/// Every failure ends up as a message for a person; no caller needs to tell them apart.
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Developer and CI entry points"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a local PostgreSQL under target/, migrate, make a demo tenant and key, and serve
+    Run {
+        /// Address the gateway listens on
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: String,
+    },
+    /// Run every test of the workspace against a throwaway PostgreSQL cluster
+    Test {
+        /// Passed on to `cargo test`, e.g. `-p kernel -- --nocapture` (a `--` right after
+        /// `test` is optional)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        cargo_test_args: Vec<String>,
+    },
+    /// What CI runs: format check, clippy with warnings denied, then `test`
+    Ci,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli.command).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<ExitCode> {
+    // Caught before anything starts, so that Ctrl-C never kills xtask before it has cleaned up.
+    let mut interrupts = Interrupts::catch()?;
+    let workspace = Workspace::locate()?;
+    match command {
+        Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
+        Command::Test { cargo_test_args } => {
+            test::test(&workspace, &mut interrupts, &cargo_test_args).await
+        }
+        Command::Ci => ci::ci(&workspace, &mut interrupts).await,
+    }
+}
+
+/// Where the workspace and its build output live, and which cargo to call.
+pub struct Workspace {
+    pub root: PathBuf,
+    pub target: PathBuf,
+    cargo: OsString,
+}
+
+impl Workspace {
+    fn locate() -> Result<Self> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .ok_or("xtask's manifest folder has no parent")?
+            .to_path_buf();
+        // Cargo reads a relative CARGO_TARGET_DIR against the current directory; so do we.
+        let target = match env::var_os("CARGO_TARGET_DIR") {
+            Some(dir) => env::current_dir()?.join(dir),
+            None => root.join("target"),
+        };
+        // `cargo run` tells us which cargo started us; use the same one for the children.
+        let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        Ok(Self {
+            root,
+            target,
+            cargo,
+        })
+    }
+
+    /// `cargo` run from the workspace root.
+    pub fn cargo(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.cargo);
+        cmd.current_dir(&self.root);
+        cmd
+    }
+}
