@@ -1,3 +1,4 @@
+DROP FUNCTION rate_limit_hit;
 DROP TABLE rate_limit_hits;
 DROP TABLE idempotency_keys;
 DROP TABLE events;

@@ -52,3 +52,31 @@ CREATE TABLE rate_limit_hits (
     at           TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX rate_limit_hits_key ON rate_limit_hits (key_hash, at);
+
+-- One accepted-or-refused decision per call, serialized per token by an advisory lock so
+-- concurrent gateways never let more than p_limit requests into any rolling window.
+CREATE FUNCTION rate_limit_hit(p_key BYTEA, p_now TIMESTAMPTZ, p_window INTERVAL, p_limit INTEGER)
+RETURNS TABLE (allowed BOOLEAN, used INTEGER, oldest TIMESTAMPTZ)
+LANGUAGE plpgsql AS $$
+DECLARE
+    n INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(encode(p_key, 'hex'), 0));
+    DELETE FROM rate_limit_hits h WHERE h.key_hash = p_key AND h.at <= p_now - p_window;
+    SELECT count(*) INTO n FROM rate_limit_hits h WHERE h.key_hash = p_key;
+    IF n < p_limit THEN
+        INSERT INTO rate_limit_hits (key_hash, at) VALUES (p_key, p_now);
+        allowed := true;
+        used := n + 1;
+    ELSE
+        allowed := false;
+        used := n;
+    END IF;
+    SELECT min(h.at) INTO oldest FROM rate_limit_hits h WHERE h.key_hash = p_key;
+    -- Now and then, forget tokens that went quiet, so the table stays small.
+    IF random() < 0.001 THEN
+        DELETE FROM rate_limit_hits h WHERE h.at <= p_now - p_window;
+    END IF;
+    RETURN NEXT;
+END
+$$;

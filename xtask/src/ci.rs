@@ -5,17 +5,8 @@ use std::process::{Command, ExitCode, Stdio};
 use crate::process::{Interrupts, exit_code};
 use crate::{Result, Workspace, test};
 
-const CHECKS: [&[&str]; 2] = [
-    &["fmt", "--all", "--check"],
-    &[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ],
-];
+const CHECKS: [&[&str]; 2] =
+    [&["fmt", "--all", "--check"], &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]];
 
 pub async fn ci(workspace: &Workspace, interrupts: &mut Interrupts) -> Result<ExitCode> {
     ensure_rustfmt_and_clippy(workspace);
@@ -48,10 +39,8 @@ fn ensure_rustfmt_and_clippy(workspace: &Workspace) {
     }
     println!("xtask: rustup component add rustfmt clippy");
     // When this fails, the check itself says what is missing.
-    if let Err(error) = Command::new("rustup")
-        .args(["component", "add", "rustfmt", "clippy"])
-        .current_dir(&workspace.root)
-        .status()
+    if let Err(error) =
+        Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]).current_dir(&workspace.root).status()
     {
         eprintln!("xtask: cannot run rustup: {error}");
     }

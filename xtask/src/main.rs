@@ -21,11 +21,7 @@ use crate::process::Interrupts;
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 #[derive(Parser)]
-#[command(
-    name = "cargo xtask",
-    bin_name = "cargo xtask",
-    about = "Developer and CI entry points"
-)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Developer and CI entry points")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,9 +64,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
     let workspace = Workspace::locate()?;
     match command {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
-        Command::Test { cargo_test_args } => {
-            test::test(&workspace, &mut interrupts, &cargo_test_args).await
-        }
+        Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
     }
 }
@@ -95,11 +89,7 @@ impl Workspace {
         };
         // `cargo run` tells us which cargo started us; use the same one for the children.
         let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        Ok(Self {
-            root,
-            target,
-            cargo,
-        })
+        Ok(Self { root, target, cargo })
     }
 
     /// `cargo` run from the workspace root.

@@ -14,13 +14,8 @@ use crate::Result;
 use crate::process::describe;
 
 /// The throwaway test cluster dies with the run, so durability is switched off for speed.
-pub const TEST_SETTINGS: &[&str] = &[
-    "fsync=off",
-    "synchronous_commit=off",
-    "full_page_writes=off",
-    "max_connections=300",
-    "shared_buffers=128MB",
-];
+pub const TEST_SETTINGS: &[&str] =
+    &["fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=300", "shared_buffers=128MB"];
 
 /// The dev cluster keeps its data between runs, so it keeps the safe defaults.
 pub const DEV_SETTINGS: &[&str] = &["max_connections=200"];
@@ -44,9 +39,8 @@ impl Server {
             Some(dir) => dir,
             None if root && Path::new("/etc/debian_version").exists() => {
                 install_postgresql()?;
-                find_bin_dir().ok_or_else(|| {
-                    format!("the postgresql package installed no server binaries; {INSTALL_HINT}")
-                })?
+                find_bin_dir()
+                    .ok_or_else(|| format!("the postgresql package installed no server binaries; {INSTALL_HINT}"))?
             }
             None => {
                 return Err(format!(
@@ -60,10 +54,7 @@ impl Server {
         if root {
             ensure_postgres_user()?;
         }
-        Ok(Self {
-            bin_dir,
-            as_postgres_user: root,
-        })
+        Ok(Self { bin_dir, as_postgres_user: root })
     }
 
     fn command(&self, program: &str) -> Command {
@@ -98,11 +89,7 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn new(server: &Server, dir: &Path) -> Result<Self> {
-        Ok(Self {
-            server: server.clone(),
-            dir: std::path::absolute(dir)?,
-            port: 0,
-        })
+        Ok(Self { server: server.clone(), dir: std::path::absolute(dir)?, port: 0 })
     }
 
     pub fn dir(&self) -> &Path {
@@ -120,14 +107,7 @@ impl Cluster {
         self.make_empty_dir()?;
         let initdb = |locale: &str| {
             let mut cmd = self.server.command("initdb");
-            cmd.arg("-D").arg(&self.dir).args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                locale,
-            ]);
+            cmd.arg("-D").arg(&self.dir).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", locale]);
             cmd
         };
         if let Err(error) = output_checked(&mut initdb("--locale=C.UTF-8")) {
@@ -145,12 +125,7 @@ impl Cluster {
         }
         fs::create_dir_all(&self.dir)?;
         if self.server.as_postgres_user {
-            output_checked(
-                Command::new("chown")
-                    .arg("-R")
-                    .arg("postgres:postgres")
-                    .arg(&self.dir),
-            )?;
+            output_checked(Command::new("chown").arg("-R").arg("postgres:postgres").arg(&self.dir))?;
         }
         Ok(())
     }
@@ -175,22 +150,16 @@ impl Cluster {
     pub fn start(&mut self, port: u16, settings: &[&str]) -> Result<Started> {
         if self.is_running() {
             let pid_file = fs::read_to_string(self.dir.join("postmaster.pid"))?;
-            self.port = port_of_pid_file(&pid_file).ok_or_else(|| {
-                format!(
-                    "cannot read the port of the server running on {}",
-                    self.dir.display()
-                )
-            })?;
+            self.port = port_of_pid_file(&pid_file)
+                .ok_or_else(|| format!("cannot read the port of the server running on {}", self.dir.display()))?;
             return Ok(Started::Earlier);
         }
         if port_in_use(port) {
-            return Err(format!(
-                "port {port} on 127.0.0.1 is in use; stop what listens there or pick another port"
-            )
-            .into());
+            return Err(
+                format!("port {port} on 127.0.0.1 is in use; stop what listens there or pick another port").into()
+            );
         }
-        let mut options =
-            format!("-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''");
+        let mut options = format!("-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''");
         for setting in settings {
             options.push_str(" -c ");
             options.push_str(setting);
@@ -223,13 +192,7 @@ impl Cluster {
     /// Stops the server: fast (rolls back open transactions), immediate if that fails.
     pub fn stop(&self) -> Result<()> {
         let stop = |mode: &str| {
-            output_checked(
-                self.server
-                    .command("pg_ctl")
-                    .arg("-D")
-                    .arg(&self.dir)
-                    .args(["-m", mode, "-w", "stop"]),
-            )
+            output_checked(self.server.command("pg_ctl").arg("-D").arg(&self.dir).args(["-m", mode, "-w", "stop"]))
         };
         stop("fast").or_else(|error| {
             eprintln!("xtask: fast stop failed, stopping immediately: {error}");
@@ -245,15 +208,10 @@ impl Cluster {
     /// Creates `database` unless it exists.
     pub async fn create_database(&self, database: &str) -> Result<()> {
         let client = connect(&self.url("postgres")).await?;
-        let exists = client
-            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
-            .await?
-            .is_some();
+        let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database]).await?.is_some();
         if !exists {
             let quoted = database.replace('"', "\"\"");
-            client
-                .batch_execute(&format!("CREATE DATABASE \"{quoted}\""))
-                .await?;
+            client.batch_execute(&format!("CREATE DATABASE \"{quoted}\"")).await?;
         }
         Ok(())
     }
@@ -286,9 +244,7 @@ async fn connect(url: &str) -> Result<Client> {
 
 /// A port that was free a moment ago.
 pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
 }
 
 pub fn port_in_use(port: u16) -> bool {
@@ -344,11 +300,7 @@ fn install_postgresql() -> Result<()> {
             .status()
             .map_err(|e| format!("cannot run apt-get: {e}; {INSTALL_HINT}"))?;
         if !status.success() {
-            return Err(format!(
-                "`apt-get {}` failed ({status}); {INSTALL_HINT}",
-                args.join(" ")
-            )
-            .into());
+            return Err(format!("`apt-get {}` failed ({status}); {INSTALL_HINT}", args.join(" ")).into());
         }
     }
     Ok(())
@@ -356,12 +308,8 @@ fn install_postgresql() -> Result<()> {
 
 /// Debian's package creates the user; a hand-built server may come without it.
 fn ensure_postgres_user() -> Result<()> {
-    let exists = Command::new("id")
-        .args(["-u", "postgres"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?
-        .success();
+    let exists =
+        Command::new("id").args(["-u", "postgres"]).stdout(Stdio::null()).stderr(Stdio::null()).status()?.success();
     if !exists {
         println!("xtask: creating the system user `postgres` to run the server as");
         output_checked(Command::new("useradd").args(["--system", "--user-group", "postgres"]))?;
@@ -392,22 +340,12 @@ fn make_parents_traversable(dir: &Path) -> Result<()> {
 /// Runs a short command, collecting its output; Err carries what it printed.
 fn output_checked(cmd: &mut Command) -> Result<Output> {
     let described = describe(cmd);
-    let output = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run `{described}`: {e}"))?;
+    let output = cmd.stdin(Stdio::null()).output().map_err(|e| format!("cannot run `{described}`: {e}"))?;
     if output.status.success() {
         return Ok(output);
     }
-    let printed = [output.stdout.as_slice(), output.stderr.as_slice()]
-        .map(String::from_utf8_lossy)
-        .join("");
-    Err(format!(
-        "`{described}` failed ({}):\n{}",
-        output.status,
-        printed.trim_end()
-    )
-    .into())
+    let printed = [output.stdout.as_slice(), output.stderr.as_slice()].map(String::from_utf8_lossy).join("");
+    Err(format!("`{described}` failed ({}):\n{}", output.status, printed.trim_end()).into())
 }
 
 #[cfg(test)]
@@ -423,11 +361,7 @@ mod tests {
 
     #[test]
     fn versions_compare_as_numbers() {
-        let mut versions = vec![
-            parse_version("9.6"),
-            parse_version("15"),
-            parse_version("10"),
-        ];
+        let mut versions = vec![parse_version("9.6"), parse_version("15"), parse_version("10")];
         versions.sort();
         assert_eq!(versions.pop(), Some(Some(vec![15])));
         assert_eq!(parse_version("main"), None);

@@ -30,16 +30,10 @@ impl Interrupts {
     fn check(&mut self) -> Result<()> {
         // Poll without waiting: a signal that came between two steps is still queued here.
         let mut cx = Context::from_waker(Waker::noop());
-        if self.interrupt.poll_recv(&mut cx).is_ready()
-            || self.terminate.poll_recv(&mut cx).is_ready()
-        {
+        if self.interrupt.poll_recv(&mut cx).is_ready() || self.terminate.poll_recv(&mut cx).is_ready() {
             self.seen = true;
         }
-        if self.seen {
-            Err("interrupted".into())
-        } else {
-            Ok(())
-        }
+        if self.seen { Err("interrupted".into()) } else { Ok(()) }
     }
 
     /// Runs `cmd` to its end with stdio as configured on it.
@@ -54,9 +48,7 @@ impl Interrupts {
     pub async fn output(&mut self, cmd: &mut Command) -> Result<Output> {
         self.check()?;
         let name = describe(cmd.as_std());
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start `{name}`: {e}"))?;
+        let child = cmd.spawn().map_err(|e| format!("cannot start `{name}`: {e}"))?;
         let pid = child.id();
         let output = child.wait_with_output();
         tokio::pin!(output);
@@ -95,11 +87,7 @@ pub fn describe(cmd: &std::process::Command) -> String {
 
 /// Err naming `what` unless the child succeeded.
 pub fn require_success(status: ExitStatus, what: &str) -> Result<()> {
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{what}` failed ({status})").into())
-    }
+    if status.success() { Ok(()) } else { Err(format!("`{what}` failed ({status})").into()) }
 }
 
 /// The exit code a shell would report for the child: its own, or 128 + signal.

@@ -16,25 +16,18 @@ const DEFAULT_PORT: u16 = 54329;
 const PORT_VAR: &str = "SVC_DEV_PG_PORT";
 const DATABASE: &str = "svc";
 
-pub async fn run(
-    workspace: &Workspace,
-    interrupts: &mut Interrupts,
-    addr: &str,
-) -> Result<ExitCode> {
+pub async fn run(workspace: &Workspace, interrupts: &mut Interrupts, addr: &str) -> Result<ExitCode> {
     let port = match env::var(PORT_VAR) {
-        Ok(value) => value
-            .parse()
-            .map_err(|_| format!("{PORT_VAR}={value} is not a port number"))?,
+        Ok(value) => value.parse().map_err(|_| format!("{PORT_VAR}={value} is not a port number"))?,
         Err(_) => DEFAULT_PORT,
     };
     let server = Server::locate()?;
     let mut cluster = Cluster::new(&server, &workspace.target.join("dev-postgres"))?;
     cluster.init()?;
     if !cluster.is_running() && pg::port_in_use(port) {
-        return Err(format!(
-            "port {port} on 127.0.0.1 is in use; set {PORT_VAR} to another port for the dev database"
-        )
-        .into());
+        return Err(
+            format!("port {port} on 127.0.0.1 is in use; set {PORT_VAR} to another port for the dev database").into()
+        );
     }
     let started = cluster.start(port, pg::DEV_SETTINGS)?;
     // Stop only a server this run started: one found running may serve another `xtask run`.
@@ -44,16 +37,12 @@ pub async fn run(
     let database_url = cluster.url(DATABASE);
 
     println!("xtask: cargo build -p gateway");
-    let status = interrupts
-        .run(workspace.cargo().args(["build", "-p", "gateway"]))
-        .await?;
+    let status = interrupts.run(workspace.cargo().args(["build", "-p", "gateway"])).await?;
     require_success(status, "cargo build -p gateway")?;
     let gateway = workspace.target.join("debug").join("gateway");
     let gateway = |args: &[&str]| {
         let mut cmd = Command::new(&gateway);
-        cmd.args(args)
-            .env("DATABASE_URL", &database_url)
-            .current_dir(&workspace.root);
+        cmd.args(args).env("DATABASE_URL", &database_url).current_dir(&workspace.root);
         cmd
     };
 
@@ -74,9 +63,7 @@ pub async fn run(
     println!("API key: {key}");
     println!("curl -s -H 'Authorization: Bearer {key}' http://{addr}/api/v3/me");
 
-    let status = interrupts
-        .run(&mut gateway(&["serve", "--addr", addr]))
-        .await?;
+    let status = interrupts.run(&mut gateway(&["serve", "--addr", addr])).await?;
     Ok(exit_code(status))
 }
 
@@ -85,10 +72,7 @@ struct StopOnExit(Cluster);
 
 impl Drop for StopOnExit {
     fn drop(&mut self) {
-        println!(
-            "xtask: stopping the dev database (data kept in {})",
-            self.0.dir().display()
-        );
+        println!("xtask: stopping the dev database (data kept in {})", self.0.dir().display());
         if let Err(error) = self.0.stop() {
             eprintln!("xtask: could not stop the dev database: {error}");
         }
@@ -97,8 +81,7 @@ impl Drop for StopOnExit {
 
 /// The key a previous run saved, so that it stays the same across runs while valid.
 fn saved_key(demo_file: &Path) -> Option<String> {
-    let saved: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(demo_file).ok()?).ok()?;
+    let saved: serde_json::Value = serde_json::from_str(&fs::read_to_string(demo_file).ok()?).ok()?;
     Some(saved.get("key")?.as_str()?.to_owned())
 }
 

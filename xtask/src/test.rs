@@ -10,11 +10,7 @@ use crate::{Result, Workspace};
 
 const DIR_PREFIX: &str = "test-postgres-";
 
-pub async fn test(
-    workspace: &Workspace,
-    interrupts: &mut Interrupts,
-    cargo_test_args: &[String],
-) -> Result<ExitCode> {
+pub async fn test(workspace: &Workspace, interrupts: &mut Interrupts, cargo_test_args: &[String]) -> Result<ExitCode> {
     let server = Server::locate()?;
     remove_old_clusters(&server, &workspace.target)?;
 
@@ -59,10 +55,7 @@ impl Drop for Throwaway {
         if cluster.dir().exists()
             && let Err(error) = fs::remove_dir_all(cluster.dir())
         {
-            eprintln!(
-                "xtask: could not delete {}: {error}",
-                cluster.dir().display()
-            );
+            eprintln!("xtask: could not delete {}: {error}", cluster.dir().display());
         }
     }
 }
@@ -75,10 +68,7 @@ fn remove_old_clusters(server: &Server, target: &Path) -> Result<()> {
     };
     for entry in entries {
         let entry = entry?;
-        let is_test_cluster = entry
-            .file_name()
-            .to_str()
-            .is_some_and(|name| name.starts_with(DIR_PREFIX));
+        let is_test_cluster = entry.file_name().to_str().is_some_and(|name| name.starts_with(DIR_PREFIX));
         if !is_test_cluster || !entry.file_type()?.is_dir() {
             continue;
         }
@@ -100,9 +90,7 @@ fn remove_old_clusters(server: &Server, target: &Path) -> Result<()> {
 /// Whether the arguments for cargo (those before a `--`) choose packages themselves.
 fn selects_packages(args: &[String]) -> bool {
     args.iter().take_while(|arg| *arg != "--").any(|arg| {
-        arg == "--package"
-            || arg.starts_with("--package=")
-            || (arg.starts_with("-p") && !arg.starts_with("--"))
+        arg == "--package" || arg.starts_with("--package=") || (arg.starts_with("-p") && !arg.starts_with("--"))
     })
 }
 

@@ -1,1 +1,66 @@
-//! gateway
+//! The gateway: the one binary's library. It composes the domain services into the HTTP
+//! route trees, runs the background workers, and offers the admin CLI. Handlers stay thin:
+//! authenticate, parse, call a service, wrap the answer in the route family's envelope.
+
+pub mod cli;
+pub mod config;
+pub mod docs;
+pub mod http;
+pub mod ops;
+pub mod serve;
+pub mod v3;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::{App, web};
+use kernel::Clock;
+
+use http::metrics::Metrics;
+use http::rate_limit::RateLimiter;
+
+/// Everything a request may need, shared by every worker thread.
+pub struct AppState {
+    pub pool: store::Pool,
+    pub clock: Clock,
+    pub limiter: RateLimiter,
+    pub metrics: Metrics,
+    pub contacts: contacts::ContactService,
+}
+
+impl AppState {
+    pub fn new(pool: store::Pool, clock: Clock, limiter: RateLimiter) -> Result<Self, kernel::Error> {
+        Ok(Self {
+            contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
+            metrics: Metrics::new().map_err(kernel::Error::internal)?,
+            pool,
+            clock,
+            limiter,
+        })
+    }
+}
+
+/// The whole HTTP application: used by `serve` and by the black-box tests alike.
+pub fn app(
+    state: web::Data<AppState>,
+    max_body_bytes: usize,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(state)
+        .app_data(web::PayloadConfig::new(max_body_bytes))
+        .wrap(actix_web::middleware::from_fn(http::middleware::observe))
+        .route("/health", web::get().to(ops::health))
+        .route("/ready", web::get().to(ops::ready))
+        .route("/metrics", web::get().to(ops::metrics))
+        .route("/api-docs", web::get().to(docs::page))
+        .route("/api-docs/openapi.json", web::get().to(docs::openapi))
+        .configure(v3::configure)
+        .default_service(web::to(ops::not_found))
+}

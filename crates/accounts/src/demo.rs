@@ -28,12 +28,8 @@ pub struct DemoAccount {
 /// Finds or makes the demo tenant and user; reuses `key` when it still authenticates as the
 /// demo user, else issues a new one.
 pub async fn ensure(conn: &mut Conn, key: Option<&str>, now: OffsetDateTime) -> Result<DemoAccount, Error> {
-    let tenant_id: Option<i64> = tenants::table
-        .filter(tenants::uid.eq(DEMO_TENANT_UID))
-        .select(tenants::id)
-        .first(conn)
-        .await
-        .optional()?;
+    let tenant_id: Option<i64> =
+        tenants::table.filter(tenants::uid.eq(DEMO_TENANT_UID)).select(tenants::id).first(conn).await.optional()?;
     let tenant = match tenant_id {
         Some(id) => TenantId(id),
         None => TenantId(crate::tenants::create_with_uid(conn, DEMO_TENANT_UID, "Demo", "TZS").await?.id),

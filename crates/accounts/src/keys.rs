@@ -210,12 +210,9 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
         return Err(Error::forbidden(format!("This account is {status}.")));
     }
     let issuer = match user {
-        Some((id, name, active, all, names)) => Issuer::User {
-            id: UserId(id),
-            name,
-            active,
-            permissions: crate::users::permissions_of(all, &names),
-        },
+        Some((id, name, active, all, names)) => {
+            Issuer::User { id: UserId(id), name, active, permissions: crate::users::permissions_of(all, &names) }
+        }
         None if legacy => Issuer::Legacy,
         None => Issuer::Unknown,
     };

@@ -5,6 +5,7 @@
 pub mod demo;
 pub mod keys;
 pub mod modules;
+pub mod profile;
 pub mod schema;
 pub mod tenants;
 pub mod users;

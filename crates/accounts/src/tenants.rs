@@ -32,7 +32,9 @@ impl TenantStatus {
             "active" => Ok(Self::Active),
             "suspended" => Ok(Self::Suspended),
             "inactive" => Ok(Self::Inactive),
-            other => Err(Error::field("status", format!("Unknown status {other:?}: use active, suspended or inactive."))),
+            other => {
+                Err(Error::field("status", format!("Unknown status {other:?}: use active, suspended or inactive.")))
+            }
         }
     }
 }

@@ -87,11 +87,7 @@ pub async fn get(conn: &mut Conn, user: UserId) -> Result<User, Error> {
 pub async fn set_permissions(conn: &mut Conn, user: UserId, permissions: &Permissions) -> Result<User, Error> {
     let (all, names) = columns(permissions);
     diesel::update(users::table.find(user.0))
-        .set((
-            users::all_permissions.eq(all),
-            users::permissions.eq(names),
-            users::updated_at.eq(diesel::dsl::now),
-        ))
+        .set((users::all_permissions.eq(all), users::permissions.eq(names), users::updated_at.eq(diesel::dsl::now)))
         .returning(User::as_returning())
         .get_result(conn)
         .await

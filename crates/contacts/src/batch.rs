@@ -175,7 +175,12 @@ impl Plan {
     }
 
     /// Decides each row's fate against the contacts already in the group.
-    pub(crate) fn resolve(self, group_id: i64, skip_existing: bool, existing: Vec<ContactRow>) -> (BatchReport, Writes) {
+    pub(crate) fn resolve(
+        self,
+        group_id: i64,
+        skip_existing: bool,
+        existing: Vec<ContactRow>,
+    ) -> (BatchReport, Writes) {
         let mut slots: HashMap<String, Slot> = existing
             .iter()
             .map(|row| {

@@ -103,9 +103,7 @@ impl ContactBody {
             if !is_field_key(key) {
                 errors.add(
                     key.clone(),
-                    format!(
-                        "Custom field keys use letters, digits, '_', '.' and '-' (at most {MAX_FIELD_KEY_CHARS})."
-                    ),
+                    format!("Custom field keys use letters, digits, '_', '.' and '-' (at most {MAX_FIELD_KEY_CHARS})."),
                 );
                 continue;
             }
@@ -145,7 +143,8 @@ mod tests {
 
     #[test]
     fn bad_members_are_all_reported() {
-        let error = ContactBody::parse(&json!({"name": 5, "is_subscribed": "maybe", "bad key": 1})).expect_err("invalid");
+        let error =
+            ContactBody::parse(&json!({"name": 5, "is_subscribed": "maybe", "bad key": 1})).expect_err("invalid");
         assert!(error.errors.contains_key("name"));
         assert!(error.errors.contains_key("is_subscribed"));
         assert!(error.errors.contains_key("bad key"));

@@ -41,8 +41,8 @@ type Condition = Box<dyn BoxableExpression<contacts::table, Pg, SqlType = Bool>>
 fn matches(term: &str) -> Condition {
     let term = term.trim();
     let by_name = contacts::name.ilike(like_pattern(term));
-    let looks_like_number = term.chars().any(|c| c.is_ascii_digit())
-        && term.chars().all(|c| c.is_ascii_digit() || " +-().".contains(c));
+    let looks_like_number =
+        term.chars().any(|c| c.is_ascii_digit()) && term.chars().all(|c| c.is_ascii_digit() || " +-().".contains(c));
     let digits = kernel::phone::digits(term);
     let national = digits.strip_prefix('0').unwrap_or(&digits);
     if looks_like_number && !national.is_empty() {
@@ -135,11 +135,8 @@ impl ContactService {
         caller.require(Permission::CONTACTS_VIEW)?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
-        let total: i64 = contact_groups::table
-            .filter(contact_groups::tenant_id.eq(tenant.0))
-            .count()
-            .get_result(&mut conn)
-            .await?;
+        let total: i64 =
+            contact_groups::table.filter(contact_groups::tenant_id.eq(tenant.0)).count().get_result(&mut conn).await?;
         let (limit, offset) = page_bounds(page);
         let rows: Vec<GroupRow> = contact_groups::table
             .filter(contact_groups::tenant_id.eq(tenant.0))
@@ -192,7 +189,12 @@ impl ContactService {
     }
 
     /// Renames, (de)activates, or replaces the custom field definitions; stored values stay.
-    pub async fn update_group(&self, caller: &Caller, group: GroupRef, patch: GroupPatch) -> Result<ContactGroup, Error> {
+    pub async fn update_group(
+        &self,
+        caller: &Caller,
+        group: GroupRef,
+        patch: GroupPatch,
+    ) -> Result<ContactGroup, Error> {
         caller.require(Permission::CONTACTS_EDIT)?;
         let mut errors = FieldErrors::new();
         let name = patch.name.as_deref().map(|n| check_name(n, &mut errors));
@@ -297,11 +299,14 @@ impl ContactService {
         Ok(Page::new(rows.into_iter().map(|(r, uid)| r.into_contact(uid)).collect(), page, total))
     }
 
-    async fn contact_row(conn: &mut Conn, tenant: TenantId, group: i64, contact: &ContactRef) -> Result<ContactRow, Error> {
-        let q = contacts::table
-            .filter(contacts::tenant_id.eq(tenant.0))
-            .filter(contacts::group_id.eq(group))
-            .into_boxed();
+    async fn contact_row(
+        conn: &mut Conn,
+        tenant: TenantId,
+        group: i64,
+        contact: &ContactRef,
+    ) -> Result<ContactRow, Error> {
+        let q =
+            contacts::table.filter(contacts::tenant_id.eq(tenant.0)).filter(contacts::group_id.eq(group)).into_boxed();
         let q = match contact {
             ContactRef::Id(id) => q.filter(contacts::id.eq(*id)),
             ContactRef::Uid(uid) => q.filter(contacts::uid.eq(uid.clone())),
@@ -406,12 +411,19 @@ impl ContactService {
             .await;
         match updated {
             Ok(row) => Ok(row.into_contact(group.uid)),
-            Err(e) if store::is_unique_violation(&e, None) => Err(Error::field("PHONE", "This number is already in the group.")),
+            Err(e) if store::is_unique_violation(&e, None) => {
+                Err(Error::field("PHONE", "This number is already in the group."))
+            }
             Err(e) => Err(e.into()),
         }
     }
 
-    pub async fn delete_contact(&self, caller: &Caller, group: GroupRef, contact: &ContactRef) -> Result<Contact, Error> {
+    pub async fn delete_contact(
+        &self,
+        caller: &Caller,
+        group: GroupRef,
+        contact: &ContactRef,
+    ) -> Result<Contact, Error> {
         caller.require(Permission::CONTACTS_DELETE)?;
         let mut conn = self.conn().await?;
         let group = Self::group_row(&mut conn, caller.tenant_id, group).await?;

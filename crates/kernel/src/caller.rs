@@ -96,8 +96,7 @@ impl Permission {
             || name.strip_prefix("data.").is_some_and(|rest| {
                 !rest.is_empty()
                     && rest.split('.').all(|part| {
-                        !part.is_empty()
-                            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                     })
             })
     }
@@ -146,7 +145,12 @@ pub enum Issuer {
     /// A key created before 7 September 2026: no recorded issuer. The gateway admits it only
     /// on the routes the contract keeps for it, where no per-action check applies.
     Legacy,
-    User { id: UserId, name: String, active: bool, permissions: Permissions },
+    User {
+        id: UserId,
+        name: String,
+        active: bool,
+        permissions: Permissions,
+    },
     /// A key whose issuer was removed: it keeps no permission.
     Unknown,
 }
@@ -167,13 +171,11 @@ impl Caller {
             // contract: legacy keys keep the original contact paths, where contacts.* checks
             // do not apply; the gateway refuses them everywhere else.
             Issuer::Legacy => Ok(()),
-            Issuer::User { active: false, .. } => {
-                Err(Error::forbidden("The key's issuer is deactivated."))
-            }
+            Issuer::User { active: false, .. } => Err(Error::forbidden("The key's issuer is deactivated.")),
             Issuer::User { permissions, .. } if permissions.allows(permission.0) => Ok(()),
-            Issuer::User { .. } => Err(Error::forbidden(format!(
-                "This key is not allowed to do this (missing permission {permission})."
-            ))),
+            Issuer::User { .. } => {
+                Err(Error::forbidden(format!("This key is not allowed to do this (missing permission {permission}).")))
+            }
             Issuer::Unknown => Err(Error::forbidden("The key's issuer is unknown.")),
         }
     }
@@ -184,9 +186,7 @@ impl Caller {
         match &self.issuer {
             Issuer::User { id, active: true, .. } => Ok(*id),
             Issuer::User { .. } => Err(Error::forbidden("The key's issuer is deactivated.")),
-            Issuer::Legacy => Err(Error::forbidden(
-                "This key has no recorded issuer; rotate it to use this endpoint.",
-            )),
+            Issuer::Legacy => Err(Error::forbidden("This key has no recorded issuer; rotate it to use this endpoint.")),
             Issuer::Unknown => Err(Error::forbidden("The key's issuer is unknown.")),
         }
     }

@@ -43,13 +43,7 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            errors: BTreeMap::new(),
-            reason: None,
-            details: serde_json::Map::new(),
-        }
+        Self { kind, message: message.into(), errors: BTreeMap::new(), reason: None, details: serde_json::Map::new() }
     }
 
     /// A 422 naming one field.

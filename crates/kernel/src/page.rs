@@ -101,11 +101,7 @@ mod tests {
     use super::*;
 
     fn q(page: Option<&str>, limit: Option<&str>, per_page: Option<&str>) -> PageQuery {
-        PageQuery {
-            page: page.map(Into::into),
-            limit: limit.map(Into::into),
-            per_page: per_page.map(Into::into),
-        }
+        PageQuery { page: page.map(Into::into), limit: limit.map(Into::into), per_page: per_page.map(Into::into) }
     }
 
     #[test]

@@ -18,11 +18,7 @@ pub struct ContactPhone {
 impl ContactPhone {
     /// Normalizes and checks a contact number. `country_code` falls back to the account's
     /// default calling code; the full number must be one a maintained numbering plan accepts.
-    pub fn parse(
-        phone: &str,
-        country_code: Option<&str>,
-        default_country_code: &str,
-    ) -> Result<Self, PhoneError> {
+    pub fn parse(phone: &str, country_code: Option<&str>, default_country_code: &str) -> Result<Self, PhoneError> {
         let country_code = match country_code.map(digits) {
             Some(code) if !code.is_empty() => code,
             Some(_) => return Err(PhoneError::CountryCode),
@@ -34,8 +30,7 @@ impl ContactPhone {
             return Err(PhoneError::Empty);
         }
         let code: u16 = country_code.parse().map_err(|_| PhoneError::CountryCode)?;
-        let number = phonenumber::parse(None, format!("+{country_code}{national}"))
-            .map_err(|_| PhoneError::Invalid)?;
+        let number = phonenumber::parse(None, format!("+{country_code}{national}")).map_err(|_| PhoneError::Invalid)?;
         if number.code().value() != code || !phonenumber::is_valid(&number) {
             return Err(PhoneError::Invalid);
         }
@@ -73,10 +68,7 @@ mod tests {
 
     #[test]
     fn a_plus_is_not_read_as_a_country_code() {
-        assert_eq!(
-            ContactPhone::parse("+255712345678", None, "255"),
-            Err(PhoneError::Invalid)
-        );
+        assert_eq!(ContactPhone::parse("+255712345678", None, "255"), Err(PhoneError::Invalid));
         assert_eq!(ContactPhone::parse("12", None, "255"), Err(PhoneError::Invalid));
         assert_eq!(ContactPhone::parse("--", None, "255"), Err(PhoneError::Empty));
         assert_eq!(ContactPhone::parse("712345678", Some("x"), "255"), Err(PhoneError::CountryCode));

@@ -2,6 +2,7 @@
 //! gets the stored first response; the same key with another request is refused (422), and a
 //! repeat that arrives while the first is still working gets a 409.
 
+use diesel::OptionalExtension;
 use diesel::sql_types::{BigInt, Jsonb, Nullable, SmallInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use kernel::{Error, TenantId};
@@ -52,9 +53,13 @@ pub async fn begin(
     fingerprint: &str,
     now: OffsetDateTime,
 ) -> Result<Idempotency, Error> {
-    // An expired record is taken over as if it were absent.
-    let stored: Stored = diesel::sql_query(
-        "WITH claimed AS (
+    // An expired record is taken over as if it were absent. A concurrent first request that
+    // commits while this statement waits is invisible to its snapshot, so a second statement
+    // (with a fresh snapshot) looks again; still nothing means the key is busy.
+    let mut found = None;
+    for _ in 0..2 {
+        found = diesel::sql_query(
+            "WITH claimed AS (
              INSERT INTO idempotency_keys (tenant_id, scope, key, fingerprint, created_at)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (tenant_id, scope, key) DO UPDATE
@@ -66,15 +71,23 @@ pub async fn begin(
          UNION ALL
          SELECT fingerprint, status, response, false FROM idempotency_keys
          WHERE tenant_id = $1 AND scope = $2 AND key = $3 AND NOT EXISTS (SELECT 1 FROM claimed)",
-    )
-    .bind::<BigInt, _>(tenant.0)
-    .bind::<Text, _>(scope)
-    .bind::<Text, _>(key)
-    .bind::<Text, _>(fingerprint)
-    .bind::<Timestamptz, _>(now)
-    .bind::<Timestamptz, _>(now - REPLAY_WINDOW)
-    .get_result(conn)
-    .await?;
+        )
+        .bind::<BigInt, _>(tenant.0)
+        .bind::<Text, _>(scope)
+        .bind::<Text, _>(key)
+        .bind::<Text, _>(fingerprint)
+        .bind::<Timestamptz, _>(now)
+        .bind::<Timestamptz, _>(now - REPLAY_WINDOW)
+        .get_result::<Stored>(conn)
+        .await
+        .optional()?;
+        if found.is_some() {
+            break;
+        }
+    }
+    let Some(stored) = found else {
+        return Err(Error::conflict("A request with this Idempotency-Key is still being processed; retry shortly."));
+    };
     if stored.started {
         return Ok(Idempotency::Started);
     }
@@ -86,9 +99,7 @@ pub async fn begin(
     }
     match (stored.status, stored.response) {
         (Some(status), Some(body)) => Ok(Idempotency::Replay { status: status as u16, body }),
-        _ => Err(Error::conflict(
-            "A request with this Idempotency-Key is still being processed; retry shortly.",
-        )),
+        _ => Err(Error::conflict("A request with this Idempotency-Key is still being processed; retry shortly.")),
     }
 }
 

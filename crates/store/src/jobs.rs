@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use time::{Duration, OffsetDateTime};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::{Conn, Pool};
@@ -31,11 +32,7 @@ pub trait Job: Serialize + DeserializeOwned + Send + 'static {
     /// What the handler needs (services, clients), given once at registration.
     type State: Send + Sync + 'static;
 
-    fn run(
-        self,
-        state: Arc<Self::State>,
-        ctx: JobContext,
-    ) -> impl Future<Output = Result<(), JobError>> + Send;
+    fn run(self, state: Arc<Self::State>, ctx: JobContext) -> impl Future<Output = Result<(), JobError>> + Send;
 }
 
 /// What a running job knows about itself.
@@ -91,7 +88,9 @@ pub async fn enqueue<J: Job>(conn: &mut Conn, job: &J, options: Enqueue) -> Resu
     .bind::<Integer, _>(J::MAX_ATTEMPTS)
     .get_results(conn)
     .await?;
-    let Some(JobId { id }) = ids.into_iter().next() else { return Ok(None) };
+    let Some(JobId { id }) = ids.into_iter().next() else {
+        return Ok(None);
+    };
     // Delivered at commit, so a worker never wakes for a job it cannot see yet.
     diesel::sql_query(format!("NOTIFY {CHANNEL}")).execute(conn).await?;
     Ok(Some(id))
@@ -127,8 +126,8 @@ impl Registry {
         let runner: Runner = Arc::new(move |payload, ctx| {
             let state = state.clone();
             Box::pin(async move {
-                let job: J = serde_json::from_value(payload)
-                    .map_err(|e| JobError(format!("payload of {}: {e}", J::NAME)))?;
+                let job: J =
+                    serde_json::from_value(payload).map_err(|e| JobError(format!("payload of {}: {e}", J::NAME)))?;
                 job.run(state, ctx).await
             })
         });
@@ -201,6 +200,15 @@ impl Worker {
         let inner = &self.inner;
         let now = inner.clock.now();
         let mut conn = crate::connect(&inner.pool).await?;
+        // A job whose worker died on its last attempt is dead, not retried forever.
+        diesel::sql_query(
+            "UPDATE jobs SET state = 'dead', locked_by = NULL, locked_until = NULL, updated_at = now(),
+                    last_error = COALESCE(last_error || '; ', '') || 'worker lost during the last attempt'
+             WHERE state = 'running' AND locked_until < $1 AND attempts >= max_attempts",
+        )
+        .bind::<Timestamptz, _>(now)
+        .execute(&mut conn)
+        .await?;
         // A running job whose lease ran out belongs to a worker that died: take it again.
         let claimed = diesel::sql_query(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, locked_by = $1,
@@ -208,7 +216,7 @@ impl Worker {
              WHERE id IN (
                  SELECT id FROM jobs
                  WHERE (state = 'queued' AND run_at <= $3)
-                    OR (state = 'running' AND locked_until < $3)
+                    OR (state = 'running' AND locked_until < $3 AND attempts < max_attempts)
                  ORDER BY priority DESC, run_at, id
                  LIMIT $4
                  FOR UPDATE SKIP LOCKED)
@@ -233,14 +241,17 @@ impl Worker {
             tenant_id: job.tenant_id.map(TenantId),
         };
         let span = tracing::info_span!("job", id = job.id, name = %job.name, attempt = job.attempts);
-        let _enter = span.enter();
-        let outcome = match inner.registry.runners.get(job.name.as_str()) {
-            Some(runner) => runner(job.payload, ctx).await,
-            None => Err(JobError(format!("no handler for job {}", job.name))),
-        };
-        if let Err(error) = self.finish(job.id, job.attempts, outcome).await {
-            tracing::error!(%error, job = job.id, "recording the job outcome failed");
+        async {
+            let outcome = match inner.registry.runners.get(job.name.as_str()) {
+                Some(runner) => runner(job.payload, ctx).await,
+                None => Err(JobError(format!("no handler for job {}", job.name))),
+            };
+            if let Err(error) = self.finish(job.id, job.attempts, outcome).await {
+                tracing::error!(%error, job = job.id, "recording the job outcome failed");
+            }
         }
+        .instrument(span)
+        .await
     }
 
     async fn finish(&self, id: i64, attempt: i32, outcome: Result<(), JobError>) -> Result<(), Error> {
@@ -318,16 +329,19 @@ impl Worker {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(config.poll_interval) => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
-                _ = shutdown.changed() => {}
+                changed = shutdown.changed() => {
+                    // A dropped sender means nobody can stop us any more: stop now.
+                    if changed.is_err() {
+                        break;
+                    }
+                }
             }
         }
         if let Some(listener) = listener {
             listener.abort();
         }
-        let drained = tokio::time::timeout(config.shutdown_grace, async {
-            while running.join_next().await.is_some() {}
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(config.shutdown_grace, async { while running.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             running.abort_all();
             while running.join_next().await.is_some() {}

@@ -12,7 +12,6 @@ use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::AsyncDieselConnectionManager;
 use diesel_async::pooled_connection::deadpool;
 
-
 /// One connection; domain services take `&mut Conn` so callers choose the transaction.
 pub type Conn = AsyncPgConnection;
 pub type Pool = deadpool::Pool<AsyncPgConnection>;
@@ -21,10 +20,7 @@ pub type PooledConn = deadpool::Object<AsyncPgConnection>;
 /// Builds a pool of at most `max_size` connections; connections open lazily.
 pub fn pool(database_url: &str, max_size: usize) -> Result<Pool, kernel::Error> {
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(database_url);
-    Pool::builder(manager)
-        .max_size(max_size)
-        .build()
-        .map_err(|e| kernel::Error::internal(format!("pool: {e}")))
+    Pool::builder(manager).max_size(max_size).build().map_err(|e| kernel::Error::internal(format!("pool: {e}")))
 }
 
 /// Takes a connection from the pool; failing to get one is an internal error.
@@ -35,10 +31,9 @@ pub async fn connect(pool: &Pool) -> Result<PooledConn, kernel::Error> {
 /// Whether a diesel error is a unique violation (optionally of one named constraint).
 pub fn is_unique_violation(error: &diesel::result::Error, constraint: Option<&str>) -> bool {
     match error {
-        diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::UniqueViolation,
-            info,
-        ) => constraint.is_none_or(|name| info.constraint_name() == Some(name)),
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, info) => {
+            constraint.is_none_or(|name| info.constraint_name() == Some(name))
+        }
         _ => false,
     }
 }

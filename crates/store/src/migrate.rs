@@ -29,8 +29,7 @@ async fn run_here(url: &str) -> Result<usize, kernel::Error> {
         .await
         .map_err(|e| kernel::Error::internal(format!("migrations: connect: {e}")))?;
     let mut harness = AsyncMigrationHarness::new(conn);
-    let ran = harness
-        .run_pending_migrations(MIGRATIONS)
-        .map_err(|e| kernel::Error::internal(format!("migrations: {e}")))?;
+    let ran =
+        harness.run_pending_migrations(MIGRATIONS).map_err(|e| kernel::Error::internal(format!("migrations: {e}")))?;
     Ok(ran.len())
 }

@@ -18,15 +18,13 @@ pub async fn emit(
     occurred_at: OffsetDateTime,
 ) -> Result<Uuid, kernel::Error> {
     let id = Uuid::new_v4();
-    diesel::sql_query(
-        "INSERT INTO events (id, tenant_id, name, payload, occurred_at) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind::<SqlUuid, _>(id)
-    .bind::<BigInt, _>(tenant.0)
-    .bind::<Text, _>(name)
-    .bind::<Jsonb, _>(payload)
-    .bind::<Timestamptz, _>(occurred_at)
-    .execute(conn)
-    .await?;
+    diesel::sql_query("INSERT INTO events (id, tenant_id, name, payload, occurred_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind::<SqlUuid, _>(id)
+        .bind::<BigInt, _>(tenant.0)
+        .bind::<Text, _>(name)
+        .bind::<Jsonb, _>(payload)
+        .bind::<Timestamptz, _>(occurred_at)
+        .execute(conn)
+        .await?;
     Ok(id)
 }

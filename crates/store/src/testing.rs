@@ -19,9 +19,8 @@ pub struct TestDb {
 impl TestDb {
     /// A fresh, migrated, empty database.
     pub async fn new() -> Self {
-        let admin_url = std::env::var("DATABASE_URL").expect(
-            "DATABASE_URL must name a PostgreSQL maintenance database; `cargo xtask test` sets it",
-        );
+        let admin_url = std::env::var("DATABASE_URL")
+            .expect("DATABASE_URL must name a PostgreSQL maintenance database; `cargo xtask test` sets it");
         ensure_template(&admin_url);
         let name = format!("test_{}", uuid::Uuid::new_v4().simple());
         admin(&admin_url, &format!("CREATE DATABASE {name} TEMPLATE {TEMPLATE}")).await;
@@ -80,10 +79,8 @@ async fn build_template(admin_url: &str) {
         tokio_postgres::connect(admin_url, tokio_postgres::NoTls).await.expect("connect to DATABASE_URL");
     tokio::spawn(connection);
     client.execute("SELECT pg_advisory_lock(4242)", &[]).await.expect("advisory lock");
-    let exists = client
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&TEMPLATE])
-        .await
-        .expect("look up template");
+    let exists =
+        client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&TEMPLATE]).await.expect("look up template");
     if exists.is_none() {
         let building = format!("{TEMPLATE}_building");
         client.batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)")).await.expect("drop");

@@ -178,9 +178,7 @@ impl Probe {
 
     /// Waits until a run has started (each start is one permit).
     pub async fn wait_started(&self) {
-        tokio::time::timeout(PATIENCE, self.started.notified())
-            .await
-            .expect("the handler never started");
+        tokio::time::timeout(PATIENCE, self.started.notified()).await.expect("the handler never started");
     }
 
     /// Lets every blocked run (and every later one) through.

@@ -15,14 +15,10 @@ fn database_name(url: &str) -> String {
 }
 
 async fn database_exists(name: &str) -> bool {
-    let (client, connection) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls)
-        .await
-        .expect("connect to DATABASE_URL");
+    let (client, connection) =
+        tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await.expect("connect to DATABASE_URL");
     let driver = tokio::spawn(connection);
-    let row = client
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
-        .await
-        .expect("pg_database");
+    let row = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await.expect("pg_database");
     drop(client);
     let _ = driver.await;
     row.is_some()
@@ -81,10 +77,7 @@ async fn a_test_database_is_fully_migrated() {
 
 #[test]
 fn with_database_swaps_only_the_database() {
-    assert_eq!(
-        with_database("postgres://u:p@host:5432/postgres", "test_1"),
-        "postgres://u:p@host:5432/test_1"
-    );
+    assert_eq!(with_database("postgres://u:p@host:5432/postgres", "test_1"), "postgres://u:p@host:5432/test_1");
     assert_eq!(
         with_database("postgres://u@host/postgres?sslmode=disable&application_name=x", "test_1"),
         "postgres://u@host/test_1?sslmode=disable&application_name=x"

@@ -23,9 +23,7 @@ async fn begin(
 }
 
 async fn complete(pool: &store::Pool, tenant: TenantId, scope: &str, key: &str, status: u16, body: serde_json::Value) {
-    idempotency::complete(&mut *conn(pool).await, tenant, scope, key, status, &body)
-        .await
-        .expect("complete");
+    idempotency::complete(&mut *conn(pool).await, tenant, scope, key, status, &body).await.expect("complete");
 }
 
 async fn abandon(pool: &store::Pool, tenant: TenantId, scope: &str, key: &str) {
@@ -66,9 +64,8 @@ async fn the_same_key_with_another_request_is_refused() {
     begin(&env.pool, TENANT, SCOPE, "k1", &print, now).await.expect("begin");
     complete(&env.pool, TENANT, SCOPE, "k1", 200, json!({"ok": true})).await;
 
-    let error = begin(&env.pool, TENANT, SCOPE, "k1", &fingerprint(&[b"request two"]), now)
-        .await
-        .expect_err("another request");
+    let error =
+        begin(&env.pool, TENANT, SCOPE, "k1", &fingerprint(&[b"request two"]), now).await.expect_err("another request");
     assert_eq!(error.kind, ErrorKind::Validation);
     assert!(error.errors.contains_key("Idempotency-Key"), "{error:?}");
     // The refusal changed nothing: the first request still replays.
@@ -83,13 +80,11 @@ async fn a_repeat_while_the_first_is_working_is_a_conflict() {
     let print = fingerprint(&[b"request one"]);
     assert_eq!(begin(&env.pool, TENANT, SCOPE, "k1", &print, now).await.expect("begin"), Idempotency::Started);
 
-    let error = begin(&env.pool, TENANT, SCOPE, "k1", &print, now + Duration::seconds(1))
-        .await
-        .expect_err("still working");
+    let error =
+        begin(&env.pool, TENANT, SCOPE, "k1", &print, now + Duration::seconds(1)).await.expect_err("still working");
     assert_eq!(error.kind, ErrorKind::Conflict);
-    let other = begin(&env.pool, TENANT, SCOPE, "k1", &fingerprint(&[b"request two"]), now)
-        .await
-        .expect_err("another request");
+    let other =
+        begin(&env.pool, TENANT, SCOPE, "k1", &fingerprint(&[b"request two"]), now).await.expect_err("another request");
     assert_eq!(other.kind, ErrorKind::Validation, "a different request is refused even while working");
 }
 
@@ -198,7 +193,6 @@ async fn someone_waits_for_a_lock(url: &str) -> bool {
 /// Two requests with one key at the same moment: the loser must be told "in progress"
 /// (409), not "not found". The first claim commits while the second waits on its row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "store bug: idempotency::begin returns NotFound when it loses a race (see report)"]
 async fn a_concurrent_repeat_is_a_conflict() {
     use diesel_async::AsyncConnection;
     let env = env().await;
@@ -213,10 +207,8 @@ async fn a_concurrent_repeat_is_a_conflict() {
             let started = idempotency::begin(conn, TENANT, SCOPE, "k1", &print, now).await?;
             assert_eq!(started, Idempotency::Started);
             let print = print.clone();
-            let second =
-                tokio::spawn(async move { begin(&pool, TENANT, SCOPE, "k1", &print, now).await });
-            crate::common::eventually("the repeat to wait for the claim", || someone_waits_for_a_lock(&url))
-                .await;
+            let second = tokio::spawn(async move { begin(&pool, TENANT, SCOPE, "k1", &print, now).await });
+            crate::common::eventually("the repeat to wait for the claim", || someone_waits_for_a_lock(&url)).await;
             Ok::<_, kernel::Error>(second)
         })
         .await

@@ -10,8 +10,8 @@ use store::jobs::{self, Enqueue, Job, backoff};
 use time::Duration;
 
 use crate::common::{
-    Fragile, LEASE, PATIENCE, Probe, Record, Run, conn, config, env, eventually, job, job_row,
-    job_rows, worker, worker_with,
+    Fragile, LEASE, PATIENCE, Probe, Record, Run, config, conn, env, eventually, job, job_row, job_rows, worker,
+    worker_with,
 };
 
 async fn enqueue<J: Job>(pool: &store::Pool, job: &J, options: Enqueue) -> Option<i64> {
@@ -51,10 +51,7 @@ async fn a_job_enqueued_in_a_rolled_back_transaction_never_runs() {
     assert_eq!(row.run_at, None, "no run_at: '-infinity', as soon as a worker is free");
     assert_eq!((row.name.as_str(), row.tenant_id, row.state.as_str()), ("test.record", Some(7), "queued"));
     assert_eq!(worker.work_once().await.expect("work"), 1);
-    assert_eq!(
-        probe.runs(),
-        vec![Run { n: 2, job_id: committed, attempt: 1, tenant_id: Some(TenantId(7)) }]
-    );
+    assert_eq!(probe.runs(), vec![Run { n: 2, job_id: committed, attempt: 1, tenant_id: Some(TenantId(7)) }]);
     assert!(job_rows(&env.pool).await.is_empty(), "a job that succeeded is deleted");
 }
 
@@ -271,7 +268,7 @@ async fn two_workers_never_run_the_same_job() {
 async fn a_dedupe_key_keeps_one_waiting_job_per_name() {
     let env = env().await;
     let probe = Probe::new();
-    let worker = worker(&env, &probe, 4);
+    let worker = worker(&env, &probe, 8);
     let keyed = || Enqueue { dedupe_key: Some("contact-9".into()), ..Enqueue::default() };
 
     let first = enqueue(&env.pool, &Record { n: 1 }, keyed()).await.expect("first is added");
@@ -328,9 +325,8 @@ async fn a_scheduled_job_waits_for_its_time() {
     let probe = Probe::new();
     let worker = worker(&env, &probe, 4);
     let at = env.clock.now() + Duration::minutes(10);
-    let id = enqueue(&env.pool, &Record { n: 1 }, Enqueue { run_at: Some(at), ..Enqueue::default() })
-        .await
-        .expect("added");
+    let id =
+        enqueue(&env.pool, &Record { n: 1 }, Enqueue { run_at: Some(at), ..Enqueue::default() }).await.expect("added");
     assert_eq!(job(&env.pool, id).await.run_at, Some(at));
 
     assert_eq!(worker.work_once().await.expect("work"), 0);
@@ -393,9 +389,7 @@ async fn release_hands_jobs_back_without_counting_the_attempt() {
 
 /// Whether the worker's listener has subscribed in the test database.
 async fn listening(env: &crate::common::Env) -> bool {
-    let (client, connection) = tokio_postgres::connect(env.db.url(), tokio_postgres::NoTls)
-        .await
-        .expect("connect");
+    let (client, connection) = tokio_postgres::connect(env.db.url(), tokio_postgres::NoTls).await.expect("connect");
     let driver = tokio::spawn(connection);
     let row = client
         .query_one(
@@ -465,18 +459,13 @@ async fn stats_count_the_queue() {
 
     // A scheduled job counts as queued, but waits only from its run_at on.
     let at = env.clock.now() + Duration::seconds(10);
-    enqueue(&env.pool, &Fragile { n: 1 }, Enqueue { run_at: Some(at), ..Enqueue::default() })
-        .await
-        .expect("added");
+    enqueue(&env.pool, &Fragile { n: 1 }, Enqueue { run_at: Some(at), ..Enqueue::default() }).await.expect("added");
     let scheduled = stats(env.clock.now()).await;
     assert_eq!((scheduled.queued, scheduled.running, scheduled.dead), (1, 0, 0));
     assert_eq!(scheduled.oldest_ready_age_seconds, 0.0, "not due yet");
     env.clock.advance(Duration::seconds(60));
     let waiting = stats(env.clock.now()).await;
-    assert!(
-        (waiting.oldest_ready_age_seconds - 50.0).abs() < 1e-6,
-        "due for 50 s: {waiting:?}"
-    );
+    assert!((waiting.oldest_ready_age_seconds - 50.0).abs() < 1e-6, "due for 50 s: {waiting:?}");
 
     // Two failures make it dead.
     assert_eq!(worker.work_once().await.expect("work"), 1);
@@ -504,8 +493,7 @@ async fn stats_count_the_queue() {
     // The job was created (by the database's clock) no later than `created`.
     let at_least = (now - created).as_seconds_f64();
     assert!(
-        mixed.oldest_ready_age_seconds >= at_least - 1e-6
-            && mixed.oldest_ready_age_seconds < at_least + 5.0,
+        mixed.oldest_ready_age_seconds >= at_least - 1e-6 && mixed.oldest_ready_age_seconds < at_least + 5.0,
         "{mixed:?}, expected about {at_least}"
     );
 

@@ -1,0 +1,85 @@
+//! The OpenAPI 3.1 document, generated from the handlers and types, served at
+//! `/api-docs/openapi.json`, with a self-contained page at `/api-docs` (no CDN).
+
+use actix_web::HttpResponse;
+use serde::Serialize;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+/// The v3 success envelope.
+#[derive(Serialize, ToSchema)]
+pub struct Success<T> {
+    /// Always `success`.
+    pub status: String,
+    pub data: T,
+}
+
+/// The v3 error envelope.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorEnvelope {
+    /// Always `error`.
+    pub status: String,
+    pub message: String,
+    /// Field errors: `{field: [message]}`.
+    pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
+}
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("An account REST key")).build(),
+            ),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Customer Integration API",
+        version = "3.1.0",
+        description = "Messaging, contacts, commerce, payments, data tables, leads and automations. Every /api/v3 route answers {status:'success', data} or {status:'error', message, errors?}."
+    ),
+    paths(
+        crate::v3::account::me,
+        crate::v3::account::balance,
+        crate::v3::contacts::list_groups,
+        crate::v3::contacts::create_group,
+        crate::v3::contacts::get_group,
+        crate::v3::contacts::update_group,
+        crate::v3::contacts::delete_group,
+        crate::v3::contacts::list_contacts,
+        crate::v3::contacts::create_contact,
+        crate::v3::contacts::batch,
+        crate::v3::contacts::get_contact,
+        crate::v3::contacts::update_contact,
+        crate::v3::contacts::delete_contact,
+        crate::v3::contacts::search,
+        crate::v3::contacts::original_list,
+        crate::v3::contacts::original_store,
+        crate::v3::contacts::original_search,
+        crate::v3::contacts::original_update,
+        crate::v3::contacts::original_delete,
+    ),
+    components(schemas(ErrorEnvelope)),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+pub fn openapi_json() -> String {
+    ApiDoc::openapi().to_pretty_json().unwrap_or_else(|_| "{}".to_owned())
+}
+
+pub async fn openapi() -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(openapi_json())
+}
+
+/// A small page that renders the document with no outside scripts, so it works offline.
+pub async fn page() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(include_str!("docs.html"))
+}

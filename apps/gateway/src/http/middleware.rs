@@ -1,0 +1,106 @@
+//! Around every request: a request id (taken from `X-Request-Id` when sane, else new) on the
+//! tracing span and the response, framework failures put in the v3 error envelope, the
+//! rate-limit headers, and the request counted in the metrics.
+
+use std::time::Instant;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, web};
+use tracing::Instrument;
+
+use super::auth::RateInfo;
+use super::envelope::{REQUEST_ID, framework_error};
+use crate::AppState;
+
+fn request_id(req: &ServiceRequest) -> String {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
+}
+
+/// The message of a framework failure that carries no envelope of its own.
+fn framework_message(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "Not found.",
+        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed for this path.",
+        StatusCode::PAYLOAD_TOO_LARGE => "The request body is too large.",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "Unsupported media type: send Content-Type: application/json.",
+        StatusCode::UNPROCESSABLE_ENTITY | StatusCode::BAD_REQUEST => "The request is malformed.",
+        _ => "The request failed.",
+    }
+}
+
+fn header(name: &'static str, value: impl ToString) -> (HeaderName, HeaderValue) {
+    let value = HeaderValue::from_str(&value.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""));
+    (HeaderName::from_static(name), value)
+}
+
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let id = request_id(&req);
+    let started = Instant::now();
+    let http_request = req.request().clone();
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
+    let result = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await;
+    let mut res = match result {
+        Ok(res) => res.map_into_boxed_body(),
+        Err(error) => ServiceResponse::new(http_request, error.error_response()),
+    };
+
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let replacement = framework_error(status, framework_message(status));
+        res = res.into_response(replacement).map_into_boxed_body();
+    }
+
+    let headers = res.headers_mut();
+    let (name, value) = header("x-request-id", &id);
+    headers.insert(name, value);
+    let rate = res.request().extensions().get::<RateInfo>().copied();
+    if let Some(RateInfo(decision)) = rate {
+        let headers = res.headers_mut();
+        for (name, value) in [
+            header("x-ratelimit-limit", decision.limit),
+            header("x-ratelimit-remaining", decision.remaining),
+            header("x-ratelimit-reset", decision.reset),
+        ] {
+            headers.insert(name, value);
+        }
+        if !decision.allowed {
+            let (name, value) = header("retry-after", decision.retry_after);
+            headers.insert(name, value);
+        }
+    }
+
+    if let Some(state) = state {
+        let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+        state.metrics.observe(
+            &route,
+            res.request().method().as_str(),
+            res.status().as_u16(),
+            started.elapsed().as_secs_f64(),
+        );
+    }
+    span.in_scope(|| {
+        tracing::info!(
+            status = res.status().as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "request done"
+        )
+    });
+    Ok(res)
+}

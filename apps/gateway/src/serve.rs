@@ -1,0 +1,107 @@
+//! `gateway serve` (HTTP and workers) and `gateway worker` (workers only).
+
+use actix_web::{HttpServer, web};
+use kernel::Clock;
+use store::jobs::{Registry, Worker, WorkerConfig};
+use tokio::sync::watch;
+
+use crate::config::{Config, LimiterKind, LogFormat};
+use crate::http::rate_limit::{MemoryLimiter, PostgresLimiter, RateLimiter};
+use crate::{AppState, app};
+
+/// `RUST_LOG`-style filtering (default `info`), as text or JSON lines.
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// Every job handler the service knows; domains register theirs here as they arrive.
+pub fn job_registry() -> Registry {
+    Registry::new()
+}
+
+async fn prepare(config: &Config) -> Result<store::Pool, String> {
+    if config.run_migrations {
+        let ran = store::migrate::run(&config.database_url).await.map_err(|e| e.message)?;
+        if ran > 0 {
+            tracing::info!(ran, "migrations applied");
+        }
+    }
+    store::pool(&config.database_url, config.pool_size).map_err(|e| e.message)
+}
+
+fn start_worker(
+    config: &Config,
+    pool: store::Pool,
+    clock: Clock,
+) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+    let worker = Worker::new(
+        pool,
+        clock,
+        job_registry(),
+        WorkerConfig { concurrency: config.worker_concurrency, ..WorkerConfig::default() },
+    );
+    let (stop, stopped) = watch::channel(false);
+    let handle = tokio::spawn(worker.run(Some(config.database_url.clone()), stopped));
+    (stop, handle)
+}
+
+/// Serves HTTP and runs the workers until SIGINT/SIGTERM: in-flight requests finish, then the
+/// workers get their grace period and release what they still hold.
+pub async fn serve(config: Config) -> Result<(), String> {
+    let pool = prepare(&config).await?;
+    let clock = Clock::system();
+    let limit = config.rate_limit_per_minute;
+    let limiter = match config.rate_limiter {
+        LimiterKind::Memory => RateLimiter::Memory(MemoryLimiter::new(limit)),
+        LimiterKind::Postgres => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
+    };
+    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).map_err(|e| e.message)?);
+    let (stop, worker) = start_worker(&config, pool, clock);
+    let max_body = config.max_body_bytes;
+    let server = HttpServer::new(move || app(state.clone(), max_body))
+        .workers(config.http_workers)
+        .bind(config.addr)
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?
+        .run();
+    tracing::info!(addr = %config.addr, "serving");
+    let served = server.await.map_err(|e| e.to_string());
+    let _ = stop.send(true);
+    let _ = worker.await;
+    served
+}
+
+/// Runs only the workers, until SIGINT/SIGTERM.
+pub async fn work(config: Config) -> Result<(), String> {
+    let pool = prepare(&config).await?;
+    let (stop, worker) = start_worker(&config, pool, Clock::system());
+    shutdown_signal().await;
+    tracing::info!("stopping workers");
+    let _ = stop.send(true);
+    let _ = worker.await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,53 @@
+//! The `/api/v3` route tree.
+
+pub mod account;
+pub mod contacts;
+
+use actix_web::web;
+
+use crate::http::LegacyRoute;
+
+/// Routes that keys from before the permission model keep (contract: Authentication, rule 4
+/// and the permission table's "tenant credential only" families). Everything else refuses them.
+fn legacy(path: &str) -> actix_web::Resource {
+    web::resource(path).app_data(LegacyRoute)
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/v3")
+            .service(legacy("/me").route(web::get().to(account::me)))
+            .service(legacy("/balance").route(web::get().to(account::balance)))
+            // contact groups and contacts
+            .service(
+                web::resource("/contact-groups")
+                    .route(web::get().to(contacts::list_groups))
+                    .route(web::post().to(contacts::create_group)),
+            )
+            .service(
+                web::resource("/contact-groups/{group}")
+                    .route(web::get().to(contacts::get_group))
+                    .route(web::patch().to(contacts::update_group))
+                    .route(web::delete().to(contacts::delete_group)),
+            )
+            .service(
+                web::resource("/contact-groups/{group}/contacts")
+                    .route(web::get().to(contacts::list_contacts))
+                    .route(web::post().to(contacts::create_contact)),
+            )
+            .service(web::resource("/contact-groups/{group}/contacts/batch").route(web::post().to(contacts::batch)))
+            .service(
+                web::resource("/contact-groups/{group}/contacts/{contact}")
+                    .route(web::get().to(contacts::get_contact))
+                    .route(web::patch().to(contacts::update_contact))
+                    .route(web::delete().to(contacts::delete_contact)),
+            )
+            .service(web::resource("/contacts").route(web::get().to(contacts::search)))
+            // the original contact paths; a GET to them is not equivalent (405)
+            .service(legacy("/contacts/{group_id}/all").route(web::post().to(contacts::original_list)))
+            .service(legacy("/contacts/{group_id}/store").route(web::post().to(contacts::original_store)))
+            .service(legacy("/contacts/{group_id}/search/{uid}").route(web::post().to(contacts::original_search)))
+            .service(legacy("/contacts/{group_id}/update/{uid}").route(web::patch().to(contacts::original_update)))
+            .service(legacy("/contacts/{group_id}/delete/{uid}").route(web::delete().to(contacts::original_delete))),
+    );
+}
