@@ -1,1 +1,179 @@
-//! api tests support
+//! Support for the black-box tests: the composed gateway in process, on a database of its own,
+//! with a manual clock, and helpers that make tenants, users and keys the way an operator would.
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::header::HeaderMap;
+use actix_web::{test, web};
+use gateway::AppState;
+use gateway::http::rate_limit::{MemoryLimiter, PostgresLimiter, RateLimiter};
+use kernel::caller::Permissions;
+use kernel::{Clock, TenantId, UserId};
+use serde_json::Value;
+use store::testing::TestDb;
+use time::OffsetDateTime;
+
+pub use serde_json::json;
+
+/// Which rate limiter the app runs with.
+#[derive(Debug, Clone, Copy)]
+pub enum Limiter {
+    Memory(u32),
+    Postgres(u32),
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `body.data`, for success envelopes.
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+}
+
+/// A tenant with a user holding the given permissions and a key the user issued.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub tenant: TenantId,
+    pub user: UserId,
+    pub key: String,
+}
+
+pub struct TestApp<S> {
+    pub db: TestDb,
+    pub pool: store::Pool,
+    pub clock: Clock,
+    service: S,
+}
+
+/// The app with the contract's default limit of 120 requests a minute, in memory.
+pub async fn spawn()
+-> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>> {
+    spawn_with(Limiter::Memory(120)).await
+}
+
+pub async fn spawn_with(
+    limiter: Limiter,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
+    let db = TestDb::new().await;
+    let pool = db.pool();
+    // Whole seconds, so rate-limit reset times are exact.
+    let now = OffsetDateTime::now_utc().replace_nanosecond(0).expect("valid time");
+    let clock = Clock::manual(now);
+    let limiter = match limiter {
+        Limiter::Memory(limit) => RateLimiter::Memory(MemoryLimiter::new(limit)),
+        Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
+    };
+    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).expect("state"));
+    let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
+    TestApp { db, pool, clock, service }
+}
+
+impl<S, B> TestApp<S>
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    /// Sends a request; `body` as JSON when given.
+    pub async fn request(&self, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> Resp {
+        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = test::TestRequest::default().method(method).uri(path);
+        if let Some(key) = key {
+            req = req.insert_header(("Authorization", format!("Bearer {key}")));
+        }
+        if let Some(body) = body {
+            req = req.set_json(body);
+        }
+        self.send(req).await
+    }
+
+    /// Sends a prepared request (custom headers, raw bodies).
+    pub async fn send(&self, req: test::TestRequest) -> Resp {
+        // Handlers' errors are already responses here; an Err would be a bug in the app itself.
+        let res = self.service.call(req.to_request()).await.unwrap_or_else(|e| panic!("service failed: {e}"));
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = test::read_body(res).await;
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Resp { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Resp {
+        self.request("GET", path, Some(key), None).await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request("POST", path, Some(key), Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request("PATCH", path, Some(key), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, key: &str) -> Resp {
+        self.request("DELETE", path, Some(key), None).await
+    }
+
+    pub async fn conn(&self) -> store::PooledConn {
+        store::connect(&self.pool).await.expect("connection")
+    }
+
+    pub async fn tenant(&self, name: &str) -> TenantId {
+        let mut conn = self.conn().await;
+        TenantId(accounts::tenants::create(&mut conn, name, "TZS").await.expect("tenant").id)
+    }
+
+    /// A user with `all` or a comma-separated list of permissions.
+    pub async fn user(&self, tenant: TenantId, permissions: &str) -> UserId {
+        let mut conn = self.conn().await;
+        let permissions = accounts::users::parse_permissions(permissions).expect("permissions");
+        UserId(accounts::users::create(&mut conn, tenant, "Test user", &permissions).await.expect("user").id)
+    }
+
+    pub async fn key(&self, tenant: TenantId, issuer: UserId) -> String {
+        let mut conn = self.conn().await;
+        accounts::keys::create(&mut conn, tenant, accounts::keys::KeyIssuer::User(issuer), "Test key", None)
+            .await
+            .expect("key")
+            .plaintext
+    }
+
+    /// A key from before the permission model: no issuer.
+    pub async fn legacy_key(&self, tenant: TenantId) -> String {
+        let mut conn = self.conn().await;
+        accounts::keys::create(&mut conn, tenant, accounts::keys::KeyIssuer::Legacy, "Legacy key", None)
+            .await
+            .expect("key")
+            .plaintext
+    }
+
+    /// A fresh tenant, a user with `permissions`, and their key.
+    pub async fn account(&self, permissions: &str) -> Account {
+        let tenant = self.tenant("Acme").await;
+        let user = self.user(tenant, permissions).await;
+        let key = self.key(tenant, user).await;
+        Account { tenant, user, key }
+    }
+
+    pub async fn set_permissions(&self, user: UserId, permissions: &str) {
+        let mut conn = self.conn().await;
+        let permissions: Permissions = accounts::users::parse_permissions(permissions).expect("permissions");
+        accounts::users::set_permissions(&mut conn, user, &permissions).await.expect("set permissions");
+    }
+}

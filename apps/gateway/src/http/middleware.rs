@@ -47,14 +47,11 @@ pub async fn observe(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let id = request_id(&req);
     let started = Instant::now();
-    let http_request = req.request().clone();
     let state = req.app_data::<web::Data<AppState>>().cloned();
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
     let result = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await;
-    let mut res = match result {
-        Ok(res) => res.map_into_boxed_body(),
-        Err(error) => ServiceResponse::new(http_request, error.error_response()),
-    };
+    // Handlers' and extractors' errors are responses by now; an Err here is the framework's.
+    let mut res = result?.map_into_boxed_body();
 
     let status = res.status();
     let is_json = res
