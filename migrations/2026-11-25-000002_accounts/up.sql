@@ -38,7 +38,8 @@ CREATE TABLE api_keys (
     revoked_at   TIMESTAMPTZ,
     replaced_by  BIGINT REFERENCES api_keys (id),
     created_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
-    CHECK (legacy = (user_id IS NULL) OR NOT legacy)
+    -- a legacy key never has an issuer
+    CHECK (NOT legacy OR user_id IS NULL)
 );
 CREATE INDEX api_keys_tenant ON api_keys (tenant_id);
 

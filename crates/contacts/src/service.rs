@@ -125,8 +125,21 @@ impl ContactService {
         Ok(row.into_group(all, subscribed))
     }
 
-    async fn default_country_code(conn: &mut Conn, tenant: TenantId) -> Result<String, Error> {
-        Ok(accounts::tenants::get(conn, tenant).await?.default_country_code)
+    /// The group and the account's default calling code, in one round trip: what every write
+    /// of a contact needs first. (`tenants` belongs to accounts; this reads one column of it
+    /// rather than pay a second query on the hottest write path.)
+    async fn group_for_write(conn: &mut Conn, tenant: TenantId, group: GroupRef) -> Result<(GroupRow, String), Error> {
+        find(tenant, group)
+            .select((
+                GroupRow::as_select(),
+                sql::<diesel::sql_types::Text>(
+                    "(SELECT default_country_code FROM tenants WHERE tenants.id = contact_groups.tenant_id)",
+                ),
+            ))
+            .first(conn)
+            .await
+            .optional()?
+            .ok_or_else(|| Error::not_found("Contact group"))
     }
 
     // --- groups ---------------------------------------------------------------------------
@@ -329,14 +342,10 @@ impl ContactService {
         let body = ContactBody::parse(body)?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
-        let group = Self::group_row(&mut conn, tenant, group).await?;
-        let default_cc = Self::default_country_code(&mut conn, tenant).await?;
+        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let (phone, field) = body.phone.clone().ok_or_else(|| Error::field("PHONE", "The PHONE field is required."))?;
         let phone = parse_phone(&phone, field, body.country_code.as_deref(), &default_cc)?;
         let full = phone.full();
-        if let Some(uid) = Self::uid_by_number(&mut conn, group.id, &full).await? {
-            return Err(duplicate(&uid, field));
-        }
         let now = self.clock.now();
         let values = merge_fields(Map::new(), &body.custom_fields);
         let inserted = diesel::insert_into(contacts::table)
@@ -353,17 +362,19 @@ impl ContactService {
                 contacts::created_at.eq(now),
                 contacts::updated_at.eq(now),
             ))
+            .on_conflict_do_nothing()
             .returning(ContactRow::as_returning())
             .get_result(&mut conn)
-            .await;
+            .await
+            .optional()?;
         match inserted {
-            Ok(row) => Ok(row.into_contact(group.uid)),
-            // Another request added the same number in between.
-            Err(e) if store::is_unique_violation(&e, None) => {
+            Some(row) => Ok(row.into_contact(group.uid)),
+            // The number is already in the group (the unique index decides, so a concurrent
+            // create of the same number cannot slip through either).
+            None => {
                 let uid = Self::uid_by_number(&mut conn, group.id, &full).await?.unwrap_or_default();
                 Err(duplicate(&uid, field))
             }
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -387,9 +398,8 @@ impl ContactService {
         let body = ContactBody::parse(body)?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
-        let group = Self::group_row(&mut conn, tenant, group).await?;
+        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let row = Self::contact_row(&mut conn, tenant, group.id, contact).await?;
-        let default_cc = Self::default_country_code(&mut conn, tenant).await?;
         let change = batch::apply_patch(&row_state(&row), &body, &default_cc)?;
         if change.full_phone_number != row.full_phone_number
             && let Some(uid) = Self::uid_by_number(&mut conn, group.id, &change.full_phone_number).await?
@@ -439,8 +449,7 @@ impl ContactService {
         let input = batch::BatchInput::parse(input)?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
-        let group = Self::group_row(&mut conn, tenant, group).await?;
-        let default_cc = Self::default_country_code(&mut conn, tenant).await?;
+        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let plan = batch::plan(&input, &default_cc);
         let existing: Vec<ContactRow> = contacts::table
             .filter(contacts::group_id.eq(group.id))

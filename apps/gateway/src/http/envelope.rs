@@ -13,16 +13,23 @@ tokio::task_local! {
     pub static REQUEST_ID: String;
 }
 
+/// `{status:'success', data}`, serialized straight from the typed answer.
+#[derive(Serialize)]
+struct Success<T> {
+    status: &'static str,
+    data: T,
+}
+
 pub fn ok<T: Serialize>(data: T) -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "success", "data": data}))
+    with_status(StatusCode::OK, data)
 }
 
 pub fn created<T: Serialize>(data: T) -> HttpResponse {
-    HttpResponse::Created().json(json!({"status": "success", "data": data}))
+    with_status(StatusCode::CREATED, data)
 }
 
 pub fn with_status<T: Serialize>(status: StatusCode, data: T) -> HttpResponse {
-    HttpResponse::build(status).json(json!({"status": "success", "data": data}))
+    HttpResponse::build(status).json(Success { status: "success", data })
 }
 
 /// A domain error on its way out.
