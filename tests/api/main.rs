@@ -1,3 +1,11 @@
 //! Black-box tests of the composed gateway: real HTTP handling, real PostgreSQL.
 
+mod account;
+mod admin_cli;
+mod auth;
+mod contacts;
+mod contacts_original;
+mod framework;
+mod openapi;
+mod rate_limit;
 mod smoke;

@@ -1,7 +1,8 @@
-//! Developer and CI entry points: `cargo xtask run | test | ci`.
+//! Developer and CI entry points: `cargo xtask run | test | ci | bench`.
 //!
 //! Depends on none of the workspace's own crates, so it builds in seconds on a clean machine.
 
+mod bench;
 mod ci;
 mod pg;
 mod process;
@@ -44,6 +45,13 @@ enum Command {
     },
     /// What CI runs: format check, clippy with warnings denied, then `test`
     Ci,
+    /// Build the release gateway, load a fresh database, drive the API and the same work as raw
+    /// SQL, and report rates, latencies and memory against the targets (target/bench/latest.json)
+    Bench {
+        /// A few seconds per workload instead of 20, to check that the bench still runs
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 #[tokio::main]
@@ -66,6 +74,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
         Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
+        Command::Bench { quick } => bench::bench(&workspace, &mut interrupts, quick).await,
     }
 }
 

@@ -26,11 +26,11 @@ async fn main() -> std::process::ExitCode {
         Command::Migrate => store::migrate::run(&config.database_url)
             .await
             .map(|ran| println!("{ran} migrations applied"))
-            .map_err(|e| e.message),
+            .map_err(|e| e.message.clone()),
         Command::Admin(admin) => {
             gateway::cli::admin::run(admin, &config.database_url).await.map(|out| println!("{out}")).map_err(|e| {
                 let fields: Vec<String> = e.errors.iter().map(|(f, m)| format!("{f}: {}", m.join("; "))).collect();
-                if fields.is_empty() { e.message } else { format!("{} ({})", e.message, fields.join(", ")) }
+                if fields.is_empty() { e.message.clone() } else { format!("{} ({})", e.message, fields.join(", ")) }
             })
         }
     };

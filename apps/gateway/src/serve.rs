@@ -27,12 +27,12 @@ pub fn job_registry() -> Registry {
 
 async fn prepare(config: &Config) -> Result<store::Pool, String> {
     if config.run_migrations {
-        let ran = store::migrate::run(&config.database_url).await.map_err(|e| e.message)?;
+        let ran = store::migrate::run(&config.database_url).await.map_err(|e| e.message.clone())?;
         if ran > 0 {
             tracing::info!(ran, "migrations applied");
         }
     }
-    store::pool(&config.database_url, config.pool_size).map_err(|e| e.message)
+    store::pool(&config.database_url, config.pool_size).map_err(|e| e.message.clone())
 }
 
 fn start_worker(
@@ -61,7 +61,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
         LimiterKind::Memory => RateLimiter::Memory(MemoryLimiter::new(limit)),
         LimiterKind::Postgres => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).map_err(|e| e.message)?);
+    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).map_err(|e| e.message.clone())?);
     let (stop, worker) = start_worker(&config, pool, clock);
     let max_body = config.max_body_bytes;
     let server = HttpServer::new(move || app(state.clone(), max_body))

@@ -160,9 +160,13 @@ pub struct BatchReport {
     pub problems: Vec<Problem>,
 }
 
-enum Slot {
-    Existing { id: i64, uid: String, state: ContactState, touched: bool },
-    New(usize),
+/// A contact the batch may write: one already in the group (`id` set) or one an earlier row of
+/// the batch creates.
+struct Target {
+    id: Option<i64>,
+    uid: String,
+    state: ContactState,
+    touched: bool,
 }
 
 impl Plan {
@@ -181,14 +185,12 @@ impl Plan {
         skip_existing: bool,
         existing: Vec<ContactRow>,
     ) -> (BatchReport, Writes) {
-        let mut slots: HashMap<String, Slot> = existing
+        let mut targets: Vec<Target> = existing
             .iter()
-            .map(|row| {
-                let slot = Slot::Existing { id: row.id, uid: row.uid.clone(), state: row_state(row), touched: false };
-                (row.full_phone_number.clone(), slot)
-            })
+            .map(|row| Target { id: Some(row.id), uid: row.uid.clone(), state: row_state(row), touched: false })
             .collect();
-        let mut writes = Writes::default();
+        let mut by_number: HashMap<String, usize> =
+            existing.iter().enumerate().map(|(i, row)| (row.full_phone_number.clone(), i)).collect();
         let mut report = BatchReport {
             group_id,
             received: self.rows.len(),
@@ -200,23 +202,21 @@ impl Plan {
             problems: Vec::new(),
         };
         for (index, row) in self.rows.into_iter().enumerate() {
-            let outcome = row.and_then(|(body, phone)| match slots.get_mut(&phone.full()) {
-                Some(Slot::Existing { uid, .. }) if skip_existing => Ok((uid.clone(), Outcome::Skipped)),
-                Some(Slot::Existing { uid, state, touched, .. }) => {
-                    *state = apply_patch(state, &body, &phone.country_code)?;
-                    *touched = true;
-                    Ok((uid.clone(), Outcome::Updated))
-                }
-                // A number repeated in the batch updates the contact an earlier row created.
-                Some(Slot::New(k)) => {
-                    let created = &mut writes.creates[*k];
-                    created.state = apply_patch(&created.state, &body, &phone.country_code)?;
-                    Ok((created.uid.clone(), Outcome::Updated))
+            let outcome = row.and_then(|(body, phone)| match by_number.get(&phone.full()) {
+                Some(&i) if skip_existing && targets[i].id.is_some() => Ok((targets[i].uid.clone(), Outcome::Skipped)),
+                // An existing contact, or (a number repeated in the batch) the one an earlier
+                // row created: either way the row updates it.
+                Some(&i) => {
+                    let target = &mut targets[i];
+                    target.state = apply_patch(&target.state, &body, &phone.country_code)?;
+                    target.touched = true;
+                    Ok((target.uid.clone(), Outcome::Updated))
                 }
                 None => {
                     let uid = new_uid();
-                    slots.insert(phone.full(), Slot::New(writes.creates.len()));
-                    writes.creates.push(NewContact { uid: uid.clone(), state: new_state(&body, &phone) });
+                    by_number.insert(phone.full(), targets.len());
+                    let state = new_state(&body, &phone);
+                    targets.push(Target { id: None, uid: uid.clone(), state, touched: true });
                     Ok((uid, Outcome::Created))
                 }
             });
@@ -232,6 +232,7 @@ impl Plan {
                 }
                 Err(error) => {
                     report.rejected += 1;
+                    let error = error.into_details();
                     let errors = if error.errors.is_empty() {
                         BTreeMap::from([("contact".to_owned(), vec![error.message])])
                     } else {
@@ -242,13 +243,13 @@ impl Plan {
                 }
             }
         }
-        writes.updates = slots
-            .into_values()
-            .filter_map(|slot| match slot {
-                Slot::Existing { id, state, touched: true, .. } => Some((id, state)),
-                _ => None,
-            })
-            .collect();
+        let mut writes = Writes::default();
+        for target in targets.into_iter().filter(|t| t.touched) {
+            match target.id {
+                Some(id) => writes.updates.push((id, target.state)),
+                None => writes.creates.push(NewContact { uid: target.uid, state: target.state }),
+            }
+        }
         (report, writes)
     }
 }

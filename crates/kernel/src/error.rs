@@ -28,9 +28,14 @@ pub enum ErrorKind {
     Internal,
 }
 
+/// Boxed, so a `Result<T, Error>` stays as small as `T` plus a pointer on the happy path.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{kind:?}: {message}")]
-pub struct Error {
+#[error("{:?}: {}", .0.kind, .0.message)]
+pub struct Error(Box<Details>);
+
+/// What an [`Error`] says; read through the error (`error.kind`, `error.errors`).
+#[derive(Debug, Clone)]
+pub struct Details {
     pub kind: ErrorKind,
     pub message: String,
     /// Field errors, `{field: [message]}` as the v3 envelope shows them.
@@ -41,9 +46,34 @@ pub struct Error {
     pub details: serde_json::Map<String, serde_json::Value>,
 }
 
+impl std::ops::Deref for Error {
+    type Target = Details;
+
+    fn deref(&self) -> &Details {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut Details {
+        &mut self.0
+    }
+}
+
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), errors: BTreeMap::new(), reason: None, details: serde_json::Map::new() }
+        Self(Box::new(Details {
+            kind,
+            message: message.into(),
+            errors: BTreeMap::new(),
+            reason: None,
+            details: serde_json::Map::new(),
+        }))
+    }
+
+    /// The details, owned.
+    pub fn into_details(self) -> Details {
+        *self.0
     }
 
     /// A 422 naming one field.
@@ -60,7 +90,9 @@ impl Error {
             .next()
             .cloned()
             .unwrap_or_else(|| "The given data was invalid.".to_owned());
-        Self { errors, ..Self::new(ErrorKind::Validation, message) }
+        let mut error = Self::new(ErrorKind::Validation, message);
+        error.errors = errors;
+        error
     }
 
     pub fn validation(message: impl Into<String>) -> Self {

@@ -53,7 +53,7 @@ pub struct JobError(pub String);
 
 impl From<Error> for JobError {
     fn from(error: Error) -> Self {
-        Self(error.message)
+        Self(error.into_details().message)
     }
 }
 

@@ -2,11 +2,16 @@
 //! parameter. One lookup per request reads the key, its tenant's status and its issuer's
 //! current permissions, so every change applies to the very next request. The rate limit is
 //! counted here, once the token is known to be a key.
+//!
+//! It runs as middleware around the whole `/api/v3` scope, before any extractor: actix runs a
+//! handler's extractors side by side, so a body check would otherwise answer before the key
+//! check does (a 422 to a caller without a valid key, or without rate-limit headers).
 
-use actix_web::dev::Payload;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::AUTHORIZATION;
+use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
-use futures_util::future::LocalBoxFuture;
 use kernel::{Caller, Error, ErrorKind};
 
 use super::envelope::ApiError;
@@ -35,14 +40,44 @@ fn bearer(req: &HttpRequest) -> Result<&str, Error> {
     }
 }
 
+/// Authenticates every request of the scope it wraps and counts it against the rate limit;
+/// refusals answer here, before any handler or extractor runs.
+pub async fn authenticate_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // An unknown route is a 404 for everyone, key or not.
+    if !req.resource_map().has_resource(req.path()) {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    match authenticate(req.request()).await {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            Ok(next.call(req).await?.map_into_boxed_body())
+        }
+        Err(error) => Ok(req.error_response(ApiError(error))),
+    }
+}
+
 impl FromRequest for Auth {
     type Error = actix_web::Error;
-    type Future = LocalBoxFuture<'static, Result<Self, actix_web::Error>>;
+    type Future = std::future::Ready<Result<Self, actix_web::Error>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move { authenticate(&req).await.map(Auth).map_err(|e| ApiError(e).into()) })
+        let caller = req.extensions_mut().remove::<Caller>();
+        std::future::ready(admit(req, caller).map(Auth).map_err(|e| ApiError(e).into()))
     }
+}
+
+/// Keys without an issuer pass only on the routes marked [`LegacyRoute`].
+fn admit(req: &HttpRequest, caller: Option<Caller>) -> Result<Caller, Error> {
+    let caller = caller.ok_or_else(|| Error::internal("a route outside the authenticated scope asked for Auth"))?;
+    if caller.is_legacy() && req.app_data::<LegacyRoute>().is_none() {
+        return Err(Error::forbidden(
+            "This key was created before 7 September 2026 and may only use the original /contacts/{group_id}/... paths; rotate it to use this endpoint.",
+        ));
+    }
+    Ok(caller)
 }
 
 async fn authenticate(req: &HttpRequest) -> Result<Caller, Error> {
@@ -61,11 +96,6 @@ async fn authenticate(req: &HttpRequest) -> Result<Caller, Error> {
                 "Too many requests: at most {} per minute per key. Retry in {} seconds.",
                 decision.limit, decision.retry_after
             ),
-        ));
-    }
-    if caller.is_legacy() && req.app_data::<LegacyRoute>().is_none() {
-        return Err(Error::forbidden(
-            "This key was created before 7 September 2026 and may only use the original /contacts/{group_id}/... paths; rotate it to use this endpoint.",
         ));
     }
     Ok(caller)

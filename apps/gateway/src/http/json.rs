@@ -24,13 +24,27 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             Error::validation(format!("The request body is not valid JSON: {inner}"))
                 .with_field("body", "The request body is not valid JSON.")
         } else {
-            let field = if path == "." { "body".to_owned() } else { path };
             let message = inner.to_string();
             // serde's message ends with the position, which means nothing to a client.
             let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
-            Error::validation(format!("The {field} field is invalid: {message}.")).with_field(field, message)
+            match missing_field(&message) {
+                Some(missing) => {
+                    let field = if path == "." { missing.to_owned() } else { format!("{path}.{missing}") };
+                    let message = format!("The {field} field is required.");
+                    Error::validation(message.clone()).with_field(field, message)
+                }
+                None => {
+                    let field = if path == "." { "body".to_owned() } else { path };
+                    Error::validation(format!("The {field} field is invalid: {message}.")).with_field(field, message)
+                }
+            }
         }
     })
+}
+
+/// serde names a missing member only in its message: "missing field `name`".
+fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.split('`').next()
 }
 
 fn check_content_type(req: &HttpRequest) -> Result<(), Error> {

@@ -16,6 +16,7 @@ fn legacy(path: &str) -> actix_web::Resource {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v3")
+            .wrap(actix_web::middleware::from_fn(crate::http::auth::authenticate_request))
             .service(legacy("/me").route(web::get().to(account::me)))
             .service(legacy("/balance").route(web::get().to(account::balance)))
             // contact groups and contacts

@@ -1,0 +1,325 @@
+//! The admin CLI (issue 2, Accounts and the admin CLI): what an operator does, one value per
+//! line on stdout or a JSON object with `--json`, and its effect seen through HTTP.
+//!
+//! The commands are built as clap would parse them and run through `gateway::cli::admin::run`
+//! against the test's database (this crate does not depend on clap, so argument parsing
+//! itself is not exercised here).
+
+use accounts::modules::Module;
+use api_tests::{json, spawn};
+use gateway::cli::admin::{Admin, AdminCommand, KeyCommand, Switch, TenantCommand, UserCommand, WalletCommand, run};
+use kernel::{ErrorKind, TenantId};
+use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
+
+use crate::framework::assert_error;
+
+const ME: &str = "/api/v3/me";
+const GROUPS: &str = "/api/v3/contact-groups";
+
+async fn admin(url: &str, command: AdminCommand) -> Result<String, kernel::Error> {
+    run(Admin { json: false, command }, url).await
+}
+
+async fn admin_json(url: &str, command: AdminCommand) -> Value {
+    let out = run(Admin { json: true, command }, url).await.expect("command");
+    serde_json::from_str(&out).unwrap_or_else(|_| panic!("--json prints JSON, got {out:?}"))
+}
+
+/// The single value a plain command prints, as an id.
+fn id(out: &str) -> i64 {
+    assert_eq!(out.lines().count(), 1, "one value per line: {out:?}");
+    out.trim().parse().unwrap_or_else(|_| panic!("an id, got {out:?}"))
+}
+
+fn tenant_create(name: &str) -> AdminCommand {
+    AdminCommand::Tenant(TenantCommand::Create { name: name.to_owned(), currency: "TZS".to_owned() })
+}
+
+fn user_create(tenant: i64, permissions: &str) -> AdminCommand {
+    AdminCommand::User(UserCommand::Create { tenant, name: "Operator".to_owned(), permissions: permissions.to_owned() })
+}
+
+fn key_create(tenant: i64, issuer: Option<i64>) -> AdminCommand {
+    AdminCommand::Key(KeyCommand::Create {
+        tenant,
+        issuer,
+        legacy: issuer.is_none(),
+        name: "API key".to_owned(),
+        expires_at: None,
+    })
+}
+
+/// A tenant, a user with every permission and their key, all made with the CLI.
+async fn setup(url: &str) -> (i64, i64, Value) {
+    let tenant = id(&admin(url, tenant_create("Acme")).await.expect("tenant"));
+    let user = id(&admin(url, user_create(tenant, "all")).await.expect("user"));
+    let key = admin_json(url, key_create(tenant, Some(user))).await;
+    (tenant, user, key)
+}
+
+#[actix_web::test]
+async fn tenant_create_prints_the_id_or_json() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let out = admin(url, tenant_create("Acme")).await.expect("tenant create");
+    let tenant = id(&out);
+    let mut conn = app.conn().await;
+    let stored = accounts::tenants::get(&mut conn, TenantId(tenant)).await.expect("tenant exists");
+    assert_eq!((stored.name.as_str(), stored.currency.as_str(), stored.status.as_str()), ("Acme", "TZS", "active"));
+
+    let value = admin_json(url, tenant_create("Globex")).await;
+    let other = value["id"].as_i64().expect("id in the JSON");
+    assert_ne!(other, tenant);
+    assert_eq!(value["name"], "Globex");
+    assert_eq!(value["currency"], "TZS");
+
+    let err = admin(url, AdminCommand::Tenant(TenantCommand::Create { name: "X".into(), currency: "tzs".into() }))
+        .await
+        .expect_err("a bad currency is refused");
+    assert_eq!(err.kind, ErrorKind::Validation);
+}
+
+#[actix_web::test]
+async fn user_create_refuses_unknown_permissions() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let tenant = id(&admin(url, tenant_create("Acme")).await.expect("tenant"));
+    let err = admin(url, user_create(tenant, "contacts.view,bogus")).await.expect_err("bogus is refused");
+    assert_eq!(err.kind, ErrorKind::Validation);
+    assert!(err.errors.contains_key("permissions"), "{err:?}");
+
+    let value = admin_json(url, user_create(tenant, "contacts.view,contacts.create")).await;
+    assert!(value["id"].is_i64(), "{value}");
+    assert_eq!(value["tenant_id"], tenant);
+    let err = admin(url, user_create(999_999, "all")).await.expect_err("an unknown tenant is refused");
+    assert_eq!(err.kind, ErrorKind::NotFound);
+}
+
+#[actix_web::test]
+async fn key_create_with_an_issuer_prints_a_key_that_authenticates() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let tenant = id(&admin(url, tenant_create("Acme")).await.expect("tenant"));
+    let user = id(&admin(url, user_create(tenant, "all")).await.expect("user"));
+
+    let key = admin(url, key_create(tenant, Some(user))).await.expect("key create");
+    assert_eq!(key.lines().count(), 1);
+    assert_eq!(key.len(), 64, "{key:?}");
+    assert!(key.bytes().all(|b| b.is_ascii_alphanumeric()), "{key:?}");
+    let me = app.get(ME, &key).await;
+    assert_eq!(me.status, 200, "{:?}", me.body);
+    assert_eq!(me.data()["id"], tenant);
+    assert_eq!(me.data()["issuer"]["id"], user);
+    assert_eq!(me.data()["key"]["legacy"], false);
+    assert_eq!(app.get(GROUPS, &key).await.status, 200);
+
+    let value = admin_json(url, key_create(tenant, Some(user))).await;
+    let plaintext = value["key"].as_str().expect("the key in the JSON");
+    assert_eq!(plaintext.len(), 64);
+    let me = app.get(ME, plaintext).await;
+    assert_eq!(me.data()["key"]["id"], value["id"], "JSON id is the key's id");
+    assert!(value.get("key_hash").is_none(), "the hash is never printed: {value}");
+}
+
+#[actix_web::test]
+async fn key_create_legacy_and_with_an_expiry() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let tenant = id(&admin(url, tenant_create("Acme")).await.expect("tenant"));
+    let user = id(&admin(url, user_create(tenant, "all")).await.expect("user"));
+
+    let legacy = admin(url, key_create(tenant, None)).await.expect("legacy key");
+    assert_eq!(legacy.len(), 64);
+    let me = app.get(ME, &legacy).await;
+    assert_eq!(me.status, 200, "{:?}", me.body);
+    assert_eq!(me.data()["key"]["legacy"], true);
+    assert_error(&app.get(GROUPS, &legacy).await, 403);
+
+    let expiry = |at: OffsetDateTime| {
+        AdminCommand::Key(KeyCommand::Create {
+            tenant,
+            issuer: Some(user),
+            legacy: false,
+            name: "Temporary".to_owned(),
+            expires_at: Some(at.format(&Rfc3339).expect("rfc3339")),
+        })
+    };
+    let soon = admin(url, expiry(app.clock.now() + Duration::hours(1))).await.expect("key");
+    let past = admin(url, expiry(app.clock.now() - Duration::hours(1))).await.expect("key");
+    assert_eq!(app.get(ME, &soon).await.status, 200);
+    assert_error(&app.get(ME, &past).await, 401);
+    app.clock.advance(Duration::hours(2));
+    assert_error(&app.get(ME, &soon).await, 401);
+
+    let err = admin(
+        url,
+        AdminCommand::Key(KeyCommand::Create {
+            tenant,
+            issuer: Some(user),
+            legacy: false,
+            name: "Bad".to_owned(),
+            expires_at: Some("tomorrow".to_owned()),
+        }),
+    )
+    .await
+    .expect_err("not RFC 3339");
+    assert!(err.errors.contains_key("expires_at"), "{err:?}");
+}
+
+#[actix_web::test]
+async fn key_revoke_stops_the_key() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (_, _, key) = setup(url).await;
+    let plaintext = key["key"].as_str().expect("key");
+    let key_id = key["id"].as_i64().expect("id");
+    assert_eq!(app.get(ME, plaintext).await.status, 200);
+    let out = admin(url, AdminCommand::Key(KeyCommand::Revoke { key: key_id })).await.expect("revoke");
+    assert_eq!(id(&out), key_id);
+    assert_error(&app.get(ME, plaintext).await, 401);
+}
+
+#[actix_web::test]
+async fn key_rotate_issues_a_new_key_and_stops_the_old() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, user, _) = setup(url).await;
+    let legacy = admin_json(url, key_create(tenant, None)).await;
+    let old = legacy["key"].as_str().expect("key");
+    let out =
+        admin(url, AdminCommand::Key(KeyCommand::Rotate { key: legacy["id"].as_i64().expect("id"), issuer: user }))
+            .await
+            .expect("rotate");
+    assert_eq!(out.len(), 64, "the new plaintext: {out:?}");
+    assert_ne!(out, old);
+    assert_error(&app.get(ME, old).await, 401);
+    let res = app.get(GROUPS, &out).await;
+    assert_eq!(res.status, 200, "the new key is under the permission model: {:?}", res.body);
+    assert_eq!(app.get(ME, &out).await.data()["issuer"]["id"], user);
+}
+
+#[actix_web::test]
+async fn tenant_set_status_applies_to_the_next_request() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, _, key) = setup(url).await;
+    let key = key["key"].as_str().expect("key");
+    let set = |status: &str| AdminCommand::Tenant(TenantCommand::SetStatus { tenant, status: status.to_owned() });
+
+    assert_eq!(admin(url, set("suspended")).await.expect("suspend"), "suspended");
+    assert_error(&app.get(ME, key).await, 403);
+    assert_eq!(admin(url, set("inactive")).await.expect("deactivate"), "inactive");
+    assert_error(&app.get(ME, key).await, 403);
+    assert_eq!(admin(url, set("active")).await.expect("activate"), "active");
+    assert_eq!(app.get(ME, key).await.status, 200);
+
+    let err = admin(url, set("paused")).await.expect_err("unknown status");
+    assert_eq!(err.kind, ErrorKind::Validation);
+    assert_eq!(app.get(ME, key).await.status, 200, "a refused command changes nothing");
+}
+
+#[actix_web::test]
+async fn user_set_permissions_and_deactivate_apply_to_the_users_keys() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (_, user, key) = setup(url).await;
+    let key = key["key"].as_str().expect("key");
+    assert_eq!(app.get(GROUPS, key).await.status, 200);
+
+    let set =
+        |permissions: &str| AdminCommand::User(UserCommand::SetPermissions { user, permissions: permissions.into() });
+    assert_eq!(id(&admin(url, set("contacts.create")).await.expect("set permissions")), user);
+    assert_error(&app.get(GROUPS, key).await, 403);
+    assert!(admin(url, set("contacts.view,bogus")).await.is_err());
+    assert_error(&app.get(GROUPS, key).await, 403);
+    admin(url, set("contacts.view")).await.expect("set permissions");
+    assert_eq!(app.get(GROUPS, key).await.status, 200);
+
+    assert_eq!(id(&admin(url, AdminCommand::User(UserCommand::Deactivate { user })).await.expect("deactivate")), user);
+    assert_error(&app.get(GROUPS, key).await, 403);
+}
+
+#[actix_web::test]
+async fn wallet_credit_shows_in_the_balance() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, _, key) = setup(url).await;
+    let key = key["key"].as_str().expect("key");
+    let credit = |amount_minor: i64| {
+        AdminCommand::Wallet(WalletCommand::Credit { tenant, amount_minor, note: Some("top-up".to_owned()) })
+    };
+    assert_eq!(admin(url, credit(150_050)).await.expect("credit"), "150050");
+    let res = app.get("/api/v3/balance", key).await;
+    assert_eq!(res.data()["balance_minor"], 150_050);
+    assert_eq!(res.data()["balance"], "1500.50");
+    assert_eq!(admin(url, credit(50)).await.expect("credit"), "150100");
+
+    for bad in [0, -5] {
+        let err = admin(url, credit(bad)).await.expect_err("a non-positive credit");
+        assert!(err.errors.contains_key("amount_minor"), "{err:?}");
+    }
+    let res = app.get("/api/v3/balance", key).await;
+    assert_eq!(res.data()["balance_minor"], 150_100);
+}
+
+#[actix_web::test]
+async fn module_disable_and_enable() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, _, _) = setup(url).await;
+    let switch = |action: Switch, module: &str| AdminCommand::Module { action, tenant, module: module.to_owned() };
+    let enabled = |module: Module| {
+        let pool = app.pool.clone();
+        async move {
+            let mut conn = store::connect(&pool).await.expect("connection");
+            accounts::modules::is_enabled(&mut conn, TenantId(tenant), module).await.expect("module state")
+        }
+    };
+    assert!(enabled(Module::Leads).await, "on until switched off");
+
+    assert_eq!(admin(url, switch(Switch::Disable, "leads")).await.expect("disable"), "false");
+    assert!(!enabled(Module::Leads).await);
+    assert!(enabled(Module::Forms).await, "other modules untouched");
+    assert_eq!(admin(url, switch(Switch::Enable, "leads")).await.expect("enable"), "true");
+    assert!(enabled(Module::Leads).await);
+
+    let value = admin_json(url, switch(Switch::Disable, "forms")).await;
+    assert_eq!(value, json!({"tenant_id": tenant, "module": "forms", "enabled": false}));
+    assert!(!enabled(Module::Forms).await);
+
+    let err = admin(url, switch(Switch::Disable, "crm")).await.expect_err("unknown module");
+    assert_eq!(err.kind, ErrorKind::Validation);
+}
+
+#[actix_web::test]
+async fn demo_is_idempotent_and_reuses_a_working_key() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let first = admin_json(url, AdminCommand::Demo { key: None }).await;
+    assert_eq!(first["new_key"], true);
+    let key = first["key"].as_str().expect("key").to_owned();
+    let me = app.get(ME, &key).await;
+    assert_eq!(me.status, 200, "{:?}", me.body);
+    assert_eq!(me.data()["id"], first["tenant_id"]);
+    assert_eq!(me.data()["permissions"], json!(["*"]));
+
+    let again = admin_json(url, AdminCommand::Demo { key: Some(key.clone()) }).await;
+    assert_eq!(again["tenant_id"], first["tenant_id"]);
+    assert_eq!(again["user_id"], first["user_id"]);
+    assert_eq!(again["key"], key.as_str());
+    assert_eq!(again["new_key"], false);
+
+    // Without the earlier key (or with one that no longer works) a new key is issued for the same user.
+    let fresh = admin_json(url, AdminCommand::Demo { key: Some("x".repeat(64)) }).await;
+    assert_eq!((&fresh["tenant_id"], &fresh["user_id"]), (&first["tenant_id"], &first["user_id"]));
+    assert_eq!(fresh["new_key"], true);
+    assert_ne!(fresh["key"], key.as_str());
+    assert_eq!(app.get(ME, fresh["key"].as_str().expect("key")).await.status, 200);
+
+    // The plain output of demo is the JSON too.
+    let plain = admin(url, AdminCommand::Demo { key: Some(key.clone()) }).await.expect("demo");
+    let plain: Value = serde_json::from_str(&plain).expect("JSON");
+    assert_eq!(plain["key"], key.as_str());
+}

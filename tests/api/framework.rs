@@ -1,0 +1,168 @@
+//! Framework failures in the v3 error envelope (contract: Errors; issue 2, Gateway): unknown
+//! routes, wrong methods, malformed or mistyped JSON, bodies too large or of another media
+//! type; and the operations endpoints `/health`, `/ready` and `/metrics`.
+
+use actix_web::test::TestRequest;
+use api_tests::{Resp, json, spawn};
+use serde_json::Value;
+
+const GROUPS: &str = "/api/v3/contact-groups";
+
+/// `{status:'error', message, errors?}` with `status`, as JSON; `errors`, when present, is
+/// `{field: [message, ...]}`.
+pub fn assert_error(res: &Resp, status: u16) {
+    assert_eq!(res.status, status, "status; body {:?}", res.body);
+    assert!(
+        res.header("content-type").is_some_and(|v| v.starts_with("application/json")),
+        "a JSON error body, got content-type {:?}: {:?}",
+        res.header("content-type"),
+        res.body
+    );
+    assert_eq!(res.body["status"], "error", "{:?}", res.body);
+    assert!(res.body["message"].as_str().is_some_and(|m| !m.trim().is_empty()), "a message: {:?}", res.body);
+    if let Some(errors) = res.body.get("errors") {
+        let errors = errors.as_object().unwrap_or_else(|| panic!("errors is an object: {:?}", res.body));
+        for (field, messages) in errors {
+            let messages = messages.as_array().unwrap_or_else(|| panic!("errors.{field} is a list: {:?}", res.body));
+            assert!(!messages.is_empty(), "errors.{field} is not empty");
+            assert!(messages.iter().all(Value::is_string), "errors.{field} holds strings: {:?}", res.body);
+        }
+    }
+    assert!(res.header("x-request-id").is_some_and(|v| !v.is_empty()), "X-Request-Id on every response");
+}
+
+/// The field errors of a 422, `errors.<field>`, as a list of messages.
+fn field_errors<'a>(res: &'a Resp, field: &str) -> &'a Vec<Value> {
+    res.body["errors"][field].as_array().unwrap_or_else(|| panic!("errors.{field} in {:?}", res.body))
+}
+
+fn bearer(key: &str) -> (&'static str, String) {
+    ("Authorization", format!("Bearer {key}"))
+}
+
+#[actix_web::test]
+async fn an_unknown_route_is_a_404_envelope() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for path in ["/api/v3/nope", "/nope", "/api/v3/contact-groups/1/contacts/2/extra", "/api/v4/me"] {
+        let res = app.get(path, &account.key).await;
+        assert_error(&res, 404);
+        let res = app.request("GET", path, None, None).await;
+        assert_error(&res, 404);
+    }
+    let res = app.post("/api/v3/nope", &account.key, json!({})).await;
+    assert_error(&res, 404);
+}
+
+#[actix_web::test]
+async fn a_wrong_method_is_a_405_envelope() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for (method, path) in [
+        ("PUT", "/api/v3/me"),
+        ("POST", "/api/v3/balance"),
+        ("DELETE", GROUPS),
+        ("PUT", "/api/v3/contact-groups/1"),
+        // A GET to an original (POST) contact path is not equivalent.
+        ("GET", "/api/v3/contacts/1/store"),
+        ("GET", "/api/v3/contacts/1/all"),
+        ("GET", "/api/v3/contacts/1/search/ctc_x"),
+        ("GET", "/api/v3/contacts/1/update/ctc_x"),
+        ("GET", "/api/v3/contacts/1/delete/ctc_x"),
+    ] {
+        let res = app.request(method, path, Some(&account.key), None).await;
+        assert_error(&res, 405);
+    }
+}
+
+#[actix_web::test]
+async fn malformed_json_is_a_422_naming_the_body() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let req = TestRequest::post()
+        .uri(GROUPS)
+        .insert_header(bearer(&account.key))
+        .insert_header(("Content-Type", "application/json"))
+        .set_payload(r#"{"name": "Customers","#);
+    let res = app.send(req).await;
+    assert_error(&res, 422);
+    assert!(!field_errors(&res, "body").is_empty());
+}
+
+#[actix_web::test]
+async fn a_wrong_type_is_a_422_naming_the_field() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let res = app.post(GROUPS, &account.key, json!({"name": 5})).await;
+    assert_error(&res, 422);
+    assert!(!field_errors(&res, "name").is_empty());
+    // Nothing was created.
+    let list = app.get(GROUPS, &account.key).await;
+    assert_eq!(list.status, 200, "{:?}", list.body);
+    assert_eq!(list.data()["pagination"]["total"], 0);
+}
+
+#[actix_web::test]
+async fn a_body_over_the_limit_is_a_413_envelope() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let name = "a".repeat(4 * 1024 * 1024);
+    let body = format!(r#"{{"name": "{name}"}}"#);
+    assert!(body.len() > 4 * 1024 * 1024);
+    let req = TestRequest::post()
+        .uri(GROUPS)
+        .insert_header(bearer(&account.key))
+        .insert_header(("Content-Type", "application/json"))
+        .set_payload(body);
+    let res = app.send(req).await;
+    assert_error(&res, 413);
+}
+
+#[actix_web::test]
+async fn a_body_of_another_media_type_is_a_415_envelope() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let req = TestRequest::post()
+        .uri(GROUPS)
+        .insert_header(bearer(&account.key))
+        .insert_header(("Content-Type", "text/plain"))
+        .set_payload(r#"{"name": "Customers"}"#);
+    let res = app.send(req).await;
+    assert_error(&res, 415);
+    let list = app.get(GROUPS, &account.key).await;
+    assert_eq!(list.data()["pagination"]["total"], 0, "nothing created: {:?}", list.body);
+}
+
+#[actix_web::test]
+async fn health_and_ready_answer_200() {
+    let app = spawn().await;
+    let res = app.request("GET", "/health", None, None).await;
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    let res = app.request("GET", "/ready", None, None).await;
+    assert_eq!(res.status, 200, "{:?}", res.body);
+}
+
+#[actix_web::test]
+async fn metrics_are_prometheus_text_with_routes_queue_and_pool() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    assert_eq!(app.get("/api/v3/me", &account.key).await.status, 200);
+    let res = app.request("GET", "/metrics", None, None).await;
+    assert_eq!(res.status, 200);
+    assert!(res.header("content-type").is_some_and(|v| v.starts_with("text/plain")), "{:?}", res.headers);
+    let text = res.body.as_str().expect("metrics are text");
+    for name in ["http_requests_total", "http_request_duration_seconds", "job_queue_jobs", "db_pool_connections"] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    // Requests are labelled by route pattern and status.
+    let me = text
+        .lines()
+        .find(|l| l.starts_with("http_requests_total{") && l.contains(r#"route="/api/v3/me""#))
+        .unwrap_or_else(|| panic!("no http_requests_total for /api/v3/me in:\n{text}"));
+    assert!(me.contains(r#"status="200""#), "{me}");
+    assert!(me.contains(r#"method="GET""#), "{me}");
+    assert!(
+        text.lines().any(|l| l.starts_with("http_request_duration_seconds_bucket{") && l.contains("/api/v3/me")),
+        "a latency histogram for /api/v3/me:\n{text}"
+    );
+}

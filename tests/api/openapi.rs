@@ -1,0 +1,124 @@
+//! The OpenAPI 3.1 document generated from the code (issue 2, Gateway): version 3.1.0, every
+//! route of the v3 tree, a snapshot so it never drifts unnoticed, and an offline docs page.
+
+use api_tests::spawn;
+use serde_json::Value;
+
+/// Every operation the gateway routes, as the document should list it.
+const OPERATIONS: &[(&str, &[&str])] = &[
+    ("/api/v3/me", &["get"]),
+    ("/api/v3/balance", &["get"]),
+    ("/api/v3/contact-groups", &["get", "post"]),
+    ("/api/v3/contact-groups/{group}", &["get", "patch", "delete"]),
+    ("/api/v3/contact-groups/{group}/contacts", &["get", "post"]),
+    ("/api/v3/contact-groups/{group}/contacts/batch", &["post"]),
+    ("/api/v3/contact-groups/{group}/contacts/{contact}", &["get", "patch", "delete"]),
+    ("/api/v3/contacts", &["get"]),
+    ("/api/v3/contacts/{group_id}/all", &["post"]),
+    ("/api/v3/contacts/{group_id}/store", &["post"]),
+    ("/api/v3/contacts/{group_id}/search/{uid}", &["post"]),
+    ("/api/v3/contacts/{group_id}/update/{uid}", &["patch"]),
+    ("/api/v3/contacts/{group_id}/delete/{uid}", &["delete"]),
+];
+
+const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+#[actix_web::test]
+async fn the_document_is_openapi_3_1_with_version_3_1_0_and_every_route() {
+    let app = spawn().await;
+    let res = app.request("GET", "/api-docs/openapi.json", None, None).await;
+    assert_eq!(res.status, 200);
+    assert!(res.header("content-type").is_some_and(|v| v.starts_with("application/json")), "{:?}", res.headers);
+    let doc = &res.body;
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")), "openapi {:?}", doc["openapi"]);
+    assert_eq!(doc["info"]["version"], "3.1.0");
+
+    let paths = doc["paths"].as_object().expect("paths");
+    for (path, methods) in OPERATIONS {
+        let item = paths.get(*path).unwrap_or_else(|| panic!("{path} is not documented"));
+        for method in *methods {
+            assert!(item.get(*method).is_some(), "{} {path} is not documented", method.to_uppercase());
+        }
+    }
+    // And nothing is documented that the gateway does not route.
+    for (path, item) in paths {
+        let routed = OPERATIONS.iter().find(|(p, _)| p == path).unwrap_or_else(|| panic!("{path} is not routed"));
+        for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
+            assert!(routed.1.contains(method), "{} {path} is documented but not routed", method.to_uppercase());
+        }
+    }
+    // The bearer scheme is declared.
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+}
+
+#[actix_web::test]
+async fn every_documented_operation_is_served() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let doc = app.request("GET", "/api-docs/openapi.json", None, None).await.body;
+    let paths = doc["paths"].as_object().expect("paths");
+    for (path, item) in paths {
+        let concrete = path
+            .replace("{group}", "1")
+            .replace("{group_id}", "1")
+            .replace("{contact}", "ctc_missing")
+            .replace("{uid}", "ctc_missing");
+        for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
+            let res = app.request(&method.to_uppercase(), &concrete, Some(&account.key), None).await;
+            assert_ne!(res.status, 405, "{method} {path}: {:?}", res.body);
+            // A missing resource says what is missing; an unrouted path says only "Not found.".
+            assert_ne!(res.body["message"], "Not found.", "{method} {path} is not routed: {:?}", res.body);
+        }
+    }
+}
+
+#[actix_web::test]
+async fn the_document_matches_its_snapshot() {
+    let app = spawn().await;
+    let res = app.request("GET", "/api-docs/openapi.json", None, None).await;
+    assert_eq!(res.status, 200);
+    let doc: Value = res.body;
+    // Sorted, so the snapshot does not depend on whether serde_json preserves key order (a
+    // feature another crate of the build may switch on).
+    insta::with_settings!({ sort_maps => true }, {
+        insta::assert_json_snapshot!("openapi", doc);
+    });
+}
+
+/// Every `src=` and `href=` value, and `url(...)` in styles, of an HTML page.
+fn references(html: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let lower = html.to_ascii_lowercase();
+    for marker in ["src=", "href=", "url(", "@import"] {
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(marker) {
+            let start = from + at + marker.len();
+            let rest = html[start..].trim_start_matches(['"', '\'', ' ']);
+            let end = rest.find(['"', '\'', ')', ' ', '>']).unwrap_or(rest.len());
+            found.push(rest[..end].to_owned());
+            from = start;
+        }
+    }
+    found
+}
+
+#[actix_web::test]
+async fn the_docs_page_works_offline() {
+    let app = spawn().await;
+    let res = app.request("GET", "/api-docs", None, None).await;
+    assert_eq!(res.status, 200);
+    assert!(res.header("content-type").is_some_and(|v| v.starts_with("text/html")), "{:?}", res.headers);
+    let html = res.body.as_str().expect("an HTML page");
+    assert!(html.contains("/api-docs/openapi.json"), "the page reads the document from this server");
+    for reference in references(html) {
+        let r = reference.to_ascii_lowercase();
+        assert!(
+            !(r.starts_with("http:") || r.starts_with("https:") || r.starts_with("//")),
+            "the page loads {reference} from elsewhere"
+        );
+    }
+    let lower = html.to_ascii_lowercase();
+    for cdn in ["cdn.", "unpkg.com", "jsdelivr", "cdnjs", "googleapis"] {
+        assert!(!lower.contains(cdn), "the page mentions {cdn}");
+    }
+}

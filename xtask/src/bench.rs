@@ -1,0 +1,546 @@
+//! `cargo xtask bench [--quick]`: the speed and memory targets (design conventions,
+//! "Performance"). In one run: build the release gateway, start a fresh PostgreSQL in
+//! target/bench-postgres, migrate, make a tenant, user and key, serve, load 100,000 contacts
+//! through the API, then for each workload drive the API with concurrent connections and run
+//! the same statements as raw SQL against the same database, and report both side by side:
+//! a Markdown table on stdout and the same numbers in target/bench/latest.json.
+//!
+//! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
+
+mod api;
+mod data;
+mod load;
+mod report;
+mod sql;
+mod sys;
+
+use std::env;
+use std::fs::{self, OpenOptions};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::time::Instant;
+
+use self::api::Api;
+use self::load::{Measured, Timing, drive};
+use self::report::{Outcome, Report, WorkloadResult};
+use self::sql::Db;
+use self::sys::{CpuMeter, Machine};
+use crate::pg::{self, Cluster, Server};
+use crate::process::{Interrupts, require_success};
+use crate::{Result, Workspace};
+
+const DATABASE: &str = "bench";
+/// Both sides share this server. Durability is off so that runs measure CPU, not the disk.
+const SETTINGS: &[&str] =
+    &["fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=200", "shared_buffers=256MB"];
+/// High enough that the rate limiter never refuses, yet still counts every request.
+const RATE_LIMIT_PER_MINUTE: u64 = 100_000_000;
+/// 500-row batches are heavy: fewer of them at once.
+const BATCH_CONNECTIONS: usize = 8;
+/// Batch requests in flight while loading the data.
+const LOAD_IN_FLIGHT: usize = 4;
+
+const FULL: Timing = Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(20) };
+const QUICK: Timing = Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(3) };
+
+/// What one operation of a workload does, on both sides.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Work {
+    Me,
+    CreateContact,
+    SearchPage,
+    Batch,
+    MeSharedLimiter,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Limiter {
+    Memory,
+    Postgres,
+}
+
+impl Limiter {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+pub struct Workload {
+    pub number: u8,
+    pub name: &'static str,
+    work: Work,
+    pub connections: usize,
+    /// The least API/raw ratio wanted, if the workload has a target.
+    pub min_ratio: Option<f64>,
+    /// What the raw-SQL side runs per operation.
+    pub raw_sql: &'static str,
+}
+
+impl Workload {
+    fn limiter(&self) -> Limiter {
+        if self.work == Work::MeSharedLimiter { Limiter::Postgres } else { Limiter::Memory }
+    }
+}
+
+static WORKLOADS: [Workload; 5] = [
+    Workload {
+        number: 1,
+        name: "GET /me",
+        work: Work::Me,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.4),
+        raw_sql: "authentication lookup (api_keys JOIN tenants LEFT JOIN users); tenant by id",
+    },
+    Workload {
+        number: 2,
+        name: "create one contact",
+        work: Work::CreateContact,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.7),
+        raw_sql: "group with default calling code; INSERT ... ON CONFLICT DO NOTHING RETURNING",
+    },
+    Workload {
+        number: 3,
+        name: "search a page of 100 in 100,000",
+        work: Work::SearchPage,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.4),
+        raw_sql: "group lookup; count(*) with name ILIKE; page of 100 with name ILIKE ORDER BY id DESC",
+    },
+    Workload {
+        number: 4,
+        name: "batch of 500 contacts",
+        work: Work::Batch,
+        connections: BATCH_CONNECTIONS,
+        min_ratio: Some(0.7),
+        raw_sql: "group with default calling code; existing numbers (= ANY); BEGIN; one 500-row INSERT; COMMIT",
+    },
+    Workload {
+        number: 5,
+        name: "GET /me, PostgreSQL rate limiter",
+        work: Work::MeSharedLimiter,
+        connections: report::CONNECTIONS,
+        min_ratio: None,
+        raw_sql: "as 1, plus SELECT * FROM rate_limit_hit(key_hash, now(), '1 minute', 100000000)",
+    },
+];
+
+/// Everything the measuring phase needs, made by the setup phase.
+struct Setup {
+    root: PathBuf,
+    gateway: PathBuf,
+    gateway_log: PathBuf,
+    cluster_dir: PathBuf,
+    database_url: String,
+    addr: String,
+    tenant: i64,
+    key: String,
+}
+
+pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bool) -> Result<ExitCode> {
+    // Ours, beside those of `interrupts`, to end the phases that wait on no child process.
+    let mut signals = Signals::catch()?;
+    let timing = if quick { QUICK } else { FULL };
+
+    println!("xtask: cargo build --release -p gateway");
+    let status = interrupts.run(workspace.cargo().args(["build", "--release", "-p", "gateway"])).await?;
+    require_success(status, "cargo build --release -p gateway")?;
+    let out_dir = workspace.target.join("bench");
+    fs::create_dir_all(&out_dir)?;
+
+    let server = Server::locate()?;
+    let cluster = StopOnExit(Cluster::new(&server, &workspace.target.join("bench-postgres"))?);
+    let mut cluster = cluster.wiped()?;
+    cluster.0.init()?;
+    cluster.0.start(pg::free_port()?, SETTINGS)?;
+    cluster.0.wait_ready().await?;
+    cluster.0.create_database(DATABASE).await?;
+
+    let gateway = workspace.target.join("release").join("gateway");
+    let database_url = cluster.0.url(DATABASE);
+    let command = |args: &[&str]| gateway_command(&gateway, &database_url, &workspace.root, args);
+    let status = interrupts.run(&mut command(&["migrate"])).await?;
+    require_success(status, "gateway migrate")?;
+    let tenant = admin(interrupts, command(&["admin", "tenant", "create", "--name", "Bench"])).await?;
+    let user = ["admin", "user", "create", "--tenant", &tenant, "--name", "Bench", "--permissions", "all"];
+    let user = admin(interrupts, command(&user)).await?;
+    let key = admin(interrupts, command(&["admin", "key", "create", "--tenant", &tenant, "--issuer", &user])).await?;
+
+    let gateway_log = out_dir.join("gateway.log");
+    fs::write(&gateway_log, "")?;
+    let setup = Setup {
+        root: workspace.root.clone(),
+        gateway,
+        gateway_log,
+        cluster_dir: cluster.0.dir().to_path_buf(),
+        database_url,
+        addr: format!("127.0.0.1:{}", pg::free_port()?),
+        tenant: tenant.parse().map_err(|_| format!("`gateway admin tenant create` printed {tenant:?}, not an id"))?,
+        key,
+    };
+    let report = signals.or_stop(measure(&setup, timing)).await?;
+    println!("\n{}", report.markdown());
+    let json = out_dir.join("latest.json");
+    fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
+    println!("xtask: wrote {} (gateway log: {})", json.display(), setup.gateway_log.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The release gateway with this run's database.
+fn gateway_command(gateway: &Path, database_url: &str, root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(gateway);
+    cmd.args(args).env("DATABASE_URL", database_url).env("RUST_LOG", "warn").current_dir(root);
+    cmd
+}
+
+/// Runs `gateway admin ...` and returns the line it printed (an id or a key).
+async fn admin(interrupts: &mut Interrupts, mut cmd: Command) -> Result<String> {
+    let what = crate::process::describe(cmd.as_std());
+    let output = interrupts.output(cmd.stdout(Stdio::piped())).await?;
+    require_success(output.status, &what)?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().map(str::trim).rfind(|line| !line.is_empty());
+    Ok(line.ok_or_else(|| format!("`{what}` printed nothing"))?.to_owned())
+}
+
+/// Serve, load, and run every workload on both sides.
+async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
+    let api = Arc::new(Api::new(&setup.addr, &setup.key, report::CONNECTIONS)?);
+    let db = sql::connect(&setup.database_url).await?;
+    let version: String = db.query_one("SHOW server_version", &[]).await?.get(0);
+    let key_hash: Vec<u8> = db
+        .query_one("SELECT key_hash FROM api_keys WHERE key_hash = sha256(convert_to($1, 'UTF8'))", &[&setup.key])
+        .await?
+        .get(0);
+    let mut gateway = Gateway::start(setup, Limiter::Memory, &api).await?;
+    let meter = CpuMeter::new(&setup.cluster_dir)?;
+
+    let loaded_group = api.create_group("bench: 100,000 contacts").await?;
+    let (started, before) = (Instant::now(), meter.read(gateway.pid));
+    api.load(loaded_group, LOAD_IN_FLIGHT).await?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    let load_cpu = meter.share(&before, &meter.read(gateway.pid));
+    let matching = api.check_search_page(loaded_group).await?;
+    println!(
+        "xtask: loaded {} contacts in {load_seconds:.1} s; {matching} match {:?}",
+        data::LOADED_CONTACTS,
+        data::SEARCH_TERM
+    );
+    db.batch_execute("VACUUM ANALYZE").await?;
+
+    let mut rss_per_workload = true;
+    let mut outcomes = Vec::new();
+    for workload in &WORKLOADS {
+        if gateway.limiter != workload.limiter() {
+            gateway.stop().await?;
+            gateway = Gateway::start(setup, workload.limiter(), &api).await?;
+        }
+        let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
+        let api_side = run.api_side(workload, &gateway).await?;
+        rss_per_workload &= api_side.rss_reset;
+        let (raw, raw_cpu) = run.raw_side(workload, &gateway).await?;
+        outcomes.push(Outcome {
+            workload,
+            api: api_side.measured,
+            raw,
+            rss_mb: api_side.rss_mb,
+            api_cpu: api_side.cpu,
+            raw_cpu,
+        });
+    }
+    gateway.stop().await?;
+
+    let machine = Machine::describe();
+    Ok(Report {
+        date: OffsetDateTime::now_utc().replace_nanosecond(0)?.format(&Rfc3339)?,
+        postgres: report::Postgres { version, settings: SETTINGS.iter().map(|s| (*s).to_owned()).collect() },
+        gateway: report::Gateway {
+            http_workers: env::var("SVC_HTTP_WORKERS")
+                .unwrap_or_else(|_| format!("{} (default: one per core)", machine.cpus)),
+            db_pool_size: env::var("SVC_DB_POOL_SIZE").unwrap_or_else(|_| "16 (default)".to_owned()),
+            rate_limit_per_minute: RATE_LIMIT_PER_MINUTE,
+            rss_per_workload,
+        },
+        machine,
+        warmup_s: timing.warmup.as_secs_f64(),
+        duration_s: timing.measure.as_secs_f64(),
+        connections: report::CONNECTIONS,
+        load: report::Load {
+            contacts: data::LOADED_CONTACTS,
+            seconds: load_seconds,
+            contacts_per_second: data::LOADED_CONTACTS as f64 / load_seconds,
+            in_flight: LOAD_IN_FLIGHT,
+            cpu: load_cpu,
+        },
+        workloads: outcomes.iter().map(WorkloadResult::new).collect(),
+    })
+}
+
+/// What one workload's runs share.
+struct Run<'a> {
+    setup: &'a Setup,
+    api: &'a Arc<Api>,
+    /// For housekeeping between runs.
+    db: &'a tokio_postgres::Client,
+    meter: &'a CpuMeter,
+    timing: Timing,
+    loaded_group: i64,
+    key_hash: &'a [u8],
+}
+
+struct ApiSide {
+    measured: Measured,
+    cpu: sys::CpuShare,
+    rss_mb: Option<f64>,
+    rss_reset: bool,
+}
+
+impl Run<'_> {
+    /// The group a run works on (a fresh one for writes), on the same database as every other
+    /// run: the loaded contacts, an empty rate-limit log, dirty pages written out.
+    async fn prepare(&self, workload: &Workload, side: &str) -> Result<i64> {
+        // What earlier write runs added goes: new rows with higher ids would slow down the
+        // search, which reads newest first.
+        let removed = self.db.execute("DELETE FROM contact_groups WHERE id <> $1", &[&self.loaded_group]).await?;
+        if removed > 0 {
+            self.db.batch_execute("VACUUM ANALYZE contacts, contact_groups").await?;
+        }
+        self.db.batch_execute("TRUNCATE rate_limit_hits").await?;
+        self.db.batch_execute("CHECKPOINT").await?;
+        Ok(match workload.work {
+            Work::CreateContact | Work::Batch => {
+                self.api.create_group(&format!("bench: {}. {} ({side})", workload.number, workload.name)).await?
+            }
+            Work::SearchPage => self.loaded_group,
+            Work::Me | Work::MeSharedLimiter => 0,
+        })
+    }
+
+    async fn api_side(&self, workload: &'static Workload, gateway: &Gateway) -> Result<ApiSide> {
+        let group = self.prepare(workload, "API").await?;
+        let label = format!("{}. {} · API", workload.number, workload.name);
+        let rss_reset = sys::reset_peak_rss(gateway.pid);
+        let before = self.meter.read(gateway.pid);
+        let api = Arc::clone(self.api);
+        let (n, timing) = (workload.connections, self.timing);
+        let measured = match workload.work {
+            Work::Me | Work::MeSharedLimiter => {
+                drive(&label, n, timing, move |_| {
+                    let api = Arc::clone(&api);
+                    async move { api.me().await }
+                })
+                .await?
+            }
+            Work::CreateContact => {
+                drive(&label, n, timing, move |op| {
+                    let api = Arc::clone(&api);
+                    async move { api.create_contact(group, op.seq).await }
+                })
+                .await?
+            }
+            Work::SearchPage => {
+                drive(&label, n, timing, move |_| {
+                    let api = Arc::clone(&api);
+                    async move { api.search_page(group).await }
+                })
+                .await?
+            }
+            Work::Batch => {
+                drive(&label, n, timing, move |op| {
+                    let api = Arc::clone(&api);
+                    async move { api.batch(group, op.seq).await }
+                })
+                .await?
+            }
+        };
+        let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
+        let rss_mb = sys::peak_rss_mb(gateway.pid).ok();
+        print_run(&label, &measured, &cpu);
+        Ok(ApiSide { measured, cpu, rss_mb, rss_reset })
+    }
+
+    async fn raw_side(&self, workload: &'static Workload, gateway: &Gateway) -> Result<(Measured, sys::CpuShare)> {
+        let group = self.prepare(workload, "raw SQL").await?;
+        let label = format!("{}. {} · raw SQL", workload.number, workload.name);
+        let (n, timing) = (workload.connections, self.timing);
+        let db = Arc::new(Db::open(&self.setup.database_url, n, self.setup.tenant, self.key_hash).await?);
+        // The load tasks' handle; `db` keeps the connections, and so their backends' CPU time,
+        // until the meter has read it.
+        let conns = Arc::clone(&db);
+        let before = self.meter.read(gateway.pid);
+        let measured = match workload.work {
+            Work::Me => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.me(op.worker).await }
+                })
+                .await?
+            }
+            Work::MeSharedLimiter => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.me_shared_limiter(op.worker).await }
+                })
+                .await?
+            }
+            Work::CreateContact => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.create_contact(op.worker, group, op.seq).await }
+                })
+                .await?
+            }
+            Work::SearchPage => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.search_page(op.worker, group).await }
+                })
+                .await?
+            }
+            Work::Batch => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.batch(op.worker, group, op.seq).await }
+                })
+                .await?
+            }
+        };
+        let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
+        drop(db);
+        print_run(&label, &measured, &cpu);
+        Ok((measured, cpu))
+    }
+}
+
+/// CPU that other processes may use during a run before the bench warns, % of one core.
+const OTHER_CPU_WARNING_PCT: f64 = 20.0;
+
+fn print_run(label: &str, measured: &Measured, cpu: &sys::CpuShare) {
+    println!(
+        "xtask: {label}: {:.1}/s, p50 {:.1} ms, p99 {:.1} ms ({} ops)",
+        measured.rate(),
+        measured.percentile_ms(50.0),
+        measured.percentile_ms(99.0),
+        measured.ops()
+    );
+    if cpu.other_pct > OTHER_CPU_WARNING_PCT {
+        println!(
+            "xtask: warning: other processes used {:.0}% CPU during this run: its numbers are skewed",
+            cpu.other_pct
+        );
+    }
+}
+
+/// `gateway serve`, killed if dropped (error, Ctrl-C), stopped gracefully by [`Gateway::stop`].
+struct Gateway {
+    child: Child,
+    pid: u32,
+    limiter: Limiter,
+}
+
+impl Gateway {
+    async fn start(setup: &Setup, limiter: Limiter, api: &Api) -> Result<Self> {
+        println!("xtask: gateway serve on {} (SVC_RATE_LIMITER={})", setup.addr, limiter.as_str());
+        let log = OpenOptions::new().append(true).open(&setup.gateway_log)?;
+        let mut cmd =
+            gateway_command(&setup.gateway, &setup.database_url, &setup.root, &["serve", "--addr", &setup.addr]);
+        cmd.env("SVC_RATE_LIMIT_PER_MINUTE", RATE_LIMIT_PER_MINUTE.to_string())
+            .env("SVC_RATE_LIMITER", limiter.as_str())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group: Ctrl-C reaches xtask alone, which then stops the gateway.
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", setup.gateway.display()))?;
+        let pid = child.id().ok_or("gateway serve exited at once")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !api.is_ready().await {
+            if let Some(status) = child.try_wait()? {
+                let log = setup.gateway_log.display();
+                return Err(format!("gateway serve exited ({status}) before it was ready; see {log}").into());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("gateway serve was not ready within 60 s on {}", setup.addr).into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Self { child, pid, limiter })
+    }
+
+    /// SIGTERM, as an orchestrator would; killed when it takes longer than 15 s.
+    async fn stop(mut self) -> Result<()> {
+        // Best effort: it may have exited already.
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.pid.to_string()]).status();
+        match tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await {
+            Ok(status) => {
+                status?;
+                Ok(())
+            }
+            Err(_) => {
+                self.child.kill().await?;
+                Err("gateway serve did not stop within 15 s of SIGTERM; killed it".into())
+            }
+        }
+    }
+}
+
+/// Stops the bench cluster however the run ends; its data stays for a look until the next run.
+struct StopOnExit(Cluster);
+
+impl StopOnExit {
+    /// A cluster left by an earlier run is stopped and deleted: every run starts from scratch.
+    fn wiped(self) -> Result<Self> {
+        if self.0.is_running() {
+            self.0.stop()?;
+        }
+        if self.0.dir().exists() {
+            fs::remove_dir_all(self.0.dir())?;
+        }
+        Ok(self)
+    }
+}
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        if self.0.is_running() {
+            println!("xtask: stopping the bench database (data kept in {})", self.0.dir().display());
+            if let Err(error) = self.0.stop() {
+                eprintln!("xtask: could not stop the bench database: {error}");
+            }
+        }
+    }
+}
+
+/// SIGINT and SIGTERM while no child process is waited on.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    fn catch() -> Result<Self> {
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    /// `work`'s result, or Err once a signal comes; `work` is then dropped, and with it the
+    /// load tasks and the gateway.
+    async fn or_stop<T>(&mut self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            result = work => result,
+            _ = self.interrupt.recv() => Err("interrupted".into()),
+            _ = self.terminate.recv() => Err("terminated".into()),
+        }
+    }
+}

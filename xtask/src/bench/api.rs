@@ -1,0 +1,149 @@
+//! The HTTP side: one shared reqwest client, one method per API operation the bench drives.
+//! Operations check the status and read the whole body, but parse no JSON: the load generator
+//! shares the machine with the gateway, and what it spends is taken from the gateway.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use super::data;
+use super::load::{OpError, OpResult};
+use crate::Result;
+
+pub struct Api {
+    client: Client,
+    base: String,
+    authorization: String,
+}
+
+impl Api {
+    /// `connections` is how many requests may be in flight at once; each keeps its connection.
+    pub fn new(addr: &str, key: &str, connections: usize) -> Result<Self> {
+        let client = Client::builder()
+            .pool_max_idle_per_host(connections)
+            .tcp_nodelay(true)
+            .no_proxy()
+            .timeout(Duration::from_secs(60))
+            .build()?;
+        Ok(Self { client, base: format!("http://{addr}"), authorization: format!("Bearer {key}") })
+    }
+
+    /// Whether `GET /ready` answers 200.
+    pub async fn is_ready(&self) -> bool {
+        let response = self.client.get(format!("{}/ready", self.base)).send().await;
+        response.is_ok_and(|r| r.status() == StatusCode::OK)
+    }
+
+    /// Sends a request and reads the whole body; Err unless the status is `expected`.
+    async fn call(
+        &self,
+        request: reqwest::RequestBuilder,
+        expected: StatusCode,
+    ) -> std::result::Result<impl AsRef<[u8]>, OpError> {
+        let response = request.header("authorization", &self.authorization).send().await?;
+        let status = response.status();
+        let body = response.bytes().await?;
+        if status != expected {
+            let body = String::from_utf8_lossy(&body);
+            return Err(
+                format!("expected {expected}, got {status}: {}", body.chars().take(300).collect::<String>()).into()
+            );
+        }
+        Ok(body)
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(format!("{}/api/v3{path}", self.base))
+    }
+
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.client.post(format!("{}/api/v3{path}", self.base)).json(body)
+    }
+
+    pub async fn create_group(&self, name: &str) -> Result<i64> {
+        let body = self.call(self.post("/contact-groups", &json!({ "name": name })), StatusCode::CREATED).await;
+        let body: Value = serde_json::from_slice(body.map_err(|e| format!("creating group {name:?}: {e}"))?.as_ref())?;
+        body.pointer("/data/id").and_then(Value::as_i64).ok_or_else(|| format!("no data.id in {body}").into())
+    }
+
+    pub async fn me(&self) -> OpResult {
+        self.call(self.get("/me"), StatusCode::OK).await?;
+        Ok(())
+    }
+
+    pub async fn create_contact(&self, group: i64, n: u64) -> OpResult {
+        let body = json!({ "PHONE": data::local(n), "name": data::name(n) });
+        self.call(self.post(&format!("/contact-groups/{group}/contacts"), &body), StatusCode::CREATED).await?;
+        Ok(())
+    }
+
+    fn search_page_request(&self, group: i64) -> reqwest::RequestBuilder {
+        let (term, limit) = (data::SEARCH_TERM, data::PAGE_SIZE);
+        self.get(&format!("/contact-groups/{group}/contacts?search={term}&limit={limit}"))
+    }
+
+    pub async fn search_page(&self, group: i64) -> OpResult {
+        self.call(self.search_page_request(group), StatusCode::OK).await?;
+        Ok(())
+    }
+
+    /// The number of contacts the search matches; Err unless a full page comes back.
+    pub async fn check_search_page(&self, group: i64) -> Result<i64> {
+        let body = self.call(self.search_page_request(group), StatusCode::OK).await.map_err(|e| e.to_string())?;
+        let body: Value = serde_json::from_slice(body.as_ref())?;
+        let items = body.pointer("/data/items").and_then(Value::as_array).map_or(0, Vec::len);
+        let total = body.pointer("/data/pagination/total").and_then(Value::as_i64).unwrap_or(0);
+        if items as i64 != data::PAGE_SIZE {
+            return Err(
+                format!("searching {:?} gave {items} contacts, not {}", data::SEARCH_TERM, data::PAGE_SIZE).into()
+            );
+        }
+        Ok(total)
+    }
+
+    /// Creates the 500 contacts of batch `batch` in one request.
+    pub async fn batch(&self, group: i64, batch: u64) -> OpResult {
+        let contacts: Vec<Value> =
+            data::batch_numbers(batch).map(|n| json!({ "PHONE": data::local(n), "name": data::name(n) })).collect();
+        let body = json!({ "contacts": contacts });
+        self.call(self.post(&format!("/contact-groups/{group}/contacts/batch"), &body), StatusCode::OK).await?;
+        Ok(())
+    }
+
+    /// Fills `group` with [`data::LOADED_CONTACTS`] contacts through the batch endpoint, a few
+    /// batches at a time, with a progress bar.
+    pub async fn load(self: &Arc<Self>, group: i64, in_flight: usize) -> Result<()> {
+        let batches = data::LOADED_CONTACTS / data::BATCH_ROWS as u64;
+        let bar = ProgressBar::new(data::LOADED_CONTACTS).with_message("loading contacts through the API");
+        bar.set_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta} left)")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        let next = Arc::new(AtomicU64::new(0));
+        let mut tasks = JoinSet::new();
+        for _ in 0..in_flight {
+            let (api, next, bar) = (Arc::clone(self), Arc::clone(&next), bar.clone());
+            tasks.spawn(async move {
+                loop {
+                    let batch = next.fetch_add(1, Ordering::Relaxed);
+                    if batch >= batches {
+                        return Ok::<_, OpError>(());
+                    }
+                    api.batch(group, batch).await.map_err(|e| format!("loading batch {batch}: {e}"))?;
+                    bar.inc(data::BATCH_ROWS as u64);
+                }
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined?.map_err(|e| e.to_string())?;
+        }
+        bar.finish();
+        Ok(())
+    }
+}

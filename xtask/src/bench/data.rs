@@ -1,0 +1,101 @@
+//! The contacts the bench writes: contact `n` of a run has a unique Tanzanian mobile number
+//! (0712000000 + n), a name, and on the raw-SQL side a uid shaped like the service's.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The tenant's default calling code: the service stores numbers under it.
+pub const COUNTRY_CODE: &str = "255";
+/// 712000000..799999999 are valid mobile numbers: room for 88 million contacts per group.
+const FIRST_NATIONAL: u64 = 712_000_000;
+
+/// Contacts in the group the search workload reads.
+pub const LOADED_CONTACTS: u64 = 100_000;
+/// Rows per batch request: the contract's maximum.
+pub const BATCH_ROWS: usize = 500;
+/// Every 50th contact is named with this word: 2,000 of 100,000 match it.
+pub const SEARCH_TERM: &str = "Asha";
+const SEARCH_EVERY: u64 = 50;
+/// The page the search workload asks for.
+pub const PAGE_SIZE: i64 = 100;
+
+/// The number as a caller sends it: 0712000000 + n.
+pub fn local(n: u64) -> String {
+    format!("0{}", FIRST_NATIONAL + n)
+}
+
+/// The number as the service stores it in `phone_number`.
+pub fn national(n: u64) -> String {
+    (FIRST_NATIONAL + n).to_string()
+}
+
+/// The number as the service stores it in `full_phone_number`.
+pub fn full_number(n: u64) -> String {
+    format!("{COUNTRY_CODE}{}", FIRST_NATIONAL + n)
+}
+
+pub fn name(n: u64) -> String {
+    if n.is_multiple_of(SEARCH_EVERY) { format!("{SEARCH_TERM} {n}") } else { format!("Customer {n}") }
+}
+
+/// The contact numbers of batch `batch`: 500 in a row.
+pub fn batch_numbers(batch: u64) -> Range<u64> {
+    let rows = BATCH_ROWS as u64;
+    batch * rows..(batch + 1) * rows
+}
+
+/// Distinguishes the uids of one run from every other's.
+pub fn new_salt() -> u64 {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos.wrapping_add(RUNS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `ctc_` and 32 hex digits, like the service's uids, and as scattered as its random ones so
+/// that the unique index does the same work; unique per (salt, n).
+pub fn uid(salt: u64, n: u64) -> String {
+    format!("ctc_{:016x}{:016x}", mix(salt), mix(n))
+}
+
+/// SplitMix64's finalizer: a bijection on u64 that scatters neighbouring inputs.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_tanzanian_mobiles() {
+        assert_eq!(local(0), "0712000000");
+        assert_eq!(national(12_345), "712012345");
+        assert_eq!(full_number(12_345), "255712012345");
+    }
+
+    #[test]
+    fn one_in_fifty_is_named_with_the_search_term() {
+        let matching = (0..LOADED_CONTACTS).filter(|n| name(*n).contains(SEARCH_TERM)).count();
+        assert_eq!(matching, 2_000);
+        assert_eq!(name(1), "Customer 1");
+    }
+
+    #[test]
+    fn batches_do_not_overlap() {
+        assert_eq!(batch_numbers(0), 0..500);
+        assert_eq!(batch_numbers(3), 1500..2000);
+    }
+
+    #[test]
+    fn uids_differ_and_look_like_the_service_ones() {
+        let a = uid(1, 1);
+        assert_eq!(a.len(), 4 + 32);
+        assert!(a.starts_with("ctc_"));
+        assert_ne!(a, uid(1, 2));
+        assert_ne!(a, uid(2, 1));
+    }
+}

@@ -1,0 +1,170 @@
+//! The load generator both sides share: `connections` tasks, each running one operation after
+//! another for a warm-up and then a measured window, recording every operation's latency.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::Result;
+
+/// What an operation may fail with; Send, so that it can leave a load task.
+pub type OpError = Box<dyn std::error::Error + Send + Sync>;
+pub type OpResult = std::result::Result<(), OpError>;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Run but not recorded: fills caches, pools and connections.
+    pub warmup: Duration,
+    pub measure: Duration,
+}
+
+/// Which operation a task is about to run.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    /// The task's index, `0..connections`: picks the task's own database connection.
+    pub worker: usize,
+    /// Unique across all tasks of one run: makes phone numbers and uids unique.
+    pub seq: u64,
+}
+
+/// The operations that completed inside the measured window.
+pub struct Measured {
+    /// Sorted, shortest first.
+    latencies: Vec<Duration>,
+    seconds: f64,
+}
+
+impl Measured {
+    pub fn ops(&self) -> usize {
+        self.latencies.len()
+    }
+
+    /// Operations per second.
+    pub fn rate(&self) -> f64 {
+        self.latencies.len() as f64 / self.seconds
+    }
+
+    /// The `p`th percentile (0 < p <= 100) in milliseconds, by nearest rank.
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        percentile(&self.latencies, p).as_secs_f64() * 1000.0
+    }
+}
+
+/// Nearest rank: the smallest latency that at least `p` percent of the sorted ones do not exceed.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Runs `op` from `connections` concurrent tasks for `timing.warmup + timing.measure`. An
+/// operation counts when it completes inside the measured window, so the rate is unbiased at
+/// both edges however long one operation takes. The first failing operation ends the run.
+pub async fn drive<F, Fut>(label: &str, connections: usize, timing: Timing, op: F) -> Result<Measured>
+where
+    F: Fn(Op) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = OpResult> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let seq = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let from = start + timing.warmup;
+    let until = from + timing.measure;
+    // Dropped on an early return (error, Ctrl-C): that aborts every task still running.
+    let mut tasks = JoinSet::new();
+    for worker in 0..connections {
+        let (op, seq) = (Arc::clone(&op), Arc::clone(&seq));
+        tasks.spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let began = Instant::now();
+                if began >= until {
+                    return Ok::<_, OpError>(latencies);
+                }
+                op(Op { worker, seq: seq.fetch_add(1, Ordering::Relaxed) }).await?;
+                let ended = Instant::now();
+                if ended >= from && ended < until {
+                    latencies.push(ended - began);
+                }
+            }
+        });
+    }
+
+    let total_ms = (timing.warmup + timing.measure).as_millis() as u64;
+    let bar = ProgressBar::new(total_ms).with_message(label.to_owned());
+    bar.set_style(
+        ProgressStyle::with_template("{msg:<44} [{bar:30}] {percent:>3}%")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut latencies = Vec::new();
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                None => break,
+                Some(joined) => {
+                    let task = joined.map_err(|e| format!("{label}: a load task failed: {e}"))?;
+                    latencies.extend(task.map_err(|e| format!("{label}: {e}"))?);
+                }
+            },
+            _ = tick.tick() => bar.set_position(start.elapsed().as_millis() as u64),
+        }
+    }
+    bar.finish_and_clear();
+    latencies.sort_unstable();
+    Ok(Measured { latencies, seconds: timing.measure.as_secs_f64() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(values: &[u64]) -> Vec<Duration> {
+        values.iter().map(|v| Duration::from_millis(*v)).collect()
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let sorted = ms(&(1..=100).collect::<Vec<_>>());
+        assert_eq!(percentile(&sorted, 50.0), Duration::from_millis(50));
+        assert_eq!(percentile(&sorted, 99.0), Duration::from_millis(99));
+        assert_eq!(percentile(&sorted, 100.0), Duration::from_millis(100));
+        assert_eq!(percentile(&ms(&[7]), 99.0), Duration::from_millis(7));
+        assert_eq!(percentile(&ms(&[1, 2, 3]), 50.0), Duration::from_millis(2));
+        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn drive_counts_only_the_measured_window() {
+        let timing = Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(300) };
+        let measured = drive("test", 4, timing, |_| async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Ok(())
+        })
+        .await
+        .expect("runs");
+        // 4 tasks at ~100 ops/s each for 0.3 s: about 120, fewer on a loaded machine.
+        assert!(measured.ops() > 20 && measured.ops() <= 130, "{} ops", measured.ops());
+        assert!(measured.percentile_ms(50.0) >= 10.0);
+    }
+
+    #[tokio::test]
+    async fn the_first_error_ends_the_run() {
+        let timing = Timing { warmup: Duration::ZERO, measure: Duration::from_secs(30) };
+        let result = drive("test", 2, timing, |op| async move {
+            // Real operations wait on I/O; only there can a task be stopped.
+            tokio::task::yield_now().await;
+            if op.seq == 5 { Err("boom".into()) } else { Ok(()) }
+        })
+        .await;
+        assert!(result.is_err_and(|e| e.to_string().contains("boom")));
+    }
+}

@@ -1,0 +1,299 @@
+//! The results: targets checked, a Markdown table for stdout (and docs/benchmarks.md), and the
+//! same numbers as JSON in target/bench/latest.json.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::Workload;
+use super::load::Measured;
+use super::sys::{CpuShare, Machine};
+
+/// The concurrency the p99 target is set for.
+pub const CONNECTIONS: usize = 32;
+pub const P99_LIMIT_MS: f64 = 20.0;
+pub const RSS_LIMIT_MB: f64 = 150.0;
+
+/// One workload's two runs.
+pub struct Outcome {
+    pub workload: &'static Workload,
+    pub api: Measured,
+    pub raw: Measured,
+    /// Gateway VmHWM after the API run; None when /proc could not tell.
+    pub rss_mb: Option<f64>,
+    pub api_cpu: CpuShare,
+    pub raw_cpu: CpuShare,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub date: String,
+    pub machine: Machine,
+    pub postgres: Postgres,
+    pub gateway: Gateway,
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub connections: usize,
+    pub load: Load,
+    pub workloads: Vec<WorkloadResult>,
+}
+
+#[derive(Serialize)]
+pub struct Postgres {
+    pub version: String,
+    /// The same server, with these settings, serves both sides.
+    pub settings: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct Gateway {
+    pub http_workers: String,
+    pub db_pool_size: String,
+    pub rate_limit_per_minute: u64,
+    /// Whether VmHWM was reset before each workload (else it is the peak since start).
+    pub rss_per_workload: bool,
+}
+
+#[derive(Serialize)]
+pub struct Load {
+    pub contacts: u64,
+    pub seconds: f64,
+    pub contacts_per_second: f64,
+    /// Batch requests at once.
+    pub in_flight: usize,
+    pub cpu: CpuShare,
+}
+
+#[derive(Serialize)]
+pub struct WorkloadResult {
+    pub number: u8,
+    pub name: &'static str,
+    pub connections: usize,
+    pub raw_sql: &'static str,
+    pub api: Side,
+    pub raw: Side,
+    pub api_raw_ratio: f64,
+    pub gateway_peak_rss_mb: Option<f64>,
+    pub cpu_api_run: CpuShare,
+    pub cpu_raw_run: CpuShare,
+    pub targets: Vec<Check>,
+}
+
+#[derive(Serialize)]
+pub struct Side {
+    pub ops: usize,
+    pub per_second: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+impl From<&Measured> for Side {
+    fn from(m: &Measured) -> Self {
+        Self { ops: m.ops(), per_second: m.rate(), p50_ms: m.percentile_ms(50.0), p99_ms: m.percentile_ms(99.0) }
+    }
+}
+
+/// One target and whether it was met; `off_by_pct` says how far it was missed (0 when met).
+#[derive(Serialize)]
+pub struct Check {
+    pub target: String,
+    pub value: f64,
+    #[serde(skip)]
+    unit: &'static str,
+    pub met: bool,
+    pub off_by_pct: f64,
+}
+
+impl Check {
+    fn at_least(target: String, value: f64, unit: &'static str, min: f64) -> Self {
+        Self { target, value, unit, met: value >= min, off_by_pct: ((min - value) / min * 100.0).max(0.0) }
+    }
+
+    fn below(target: String, value: f64, unit: &'static str, max: f64) -> Self {
+        Self { target, value, unit, met: value < max, off_by_pct: ((value - max) / max * 100.0).max(0.0) }
+    }
+
+    fn describe(&self) -> String {
+        let digits = if self.unit.is_empty() { 2 } else { 1 };
+        let value = format!("{:.digits$}{}", self.value, self.unit);
+        if self.met {
+            format!("{}: met ({value})", self.target)
+        } else {
+            format!("{}: **missed** ({value}, {:.0}% off)", self.target, self.off_by_pct)
+        }
+    }
+}
+
+impl WorkloadResult {
+    pub fn new(outcome: &Outcome) -> Self {
+        let w = outcome.workload;
+        let (api, raw) = (Side::from(&outcome.api), Side::from(&outcome.raw));
+        let ratio = if raw.per_second > 0.0 { api.per_second / raw.per_second } else { 0.0 };
+        let mut targets = Vec::new();
+        if let Some(min) = w.min_ratio {
+            targets.push(Check::at_least(format!("API/raw ≥ {min}"), ratio, "", min));
+        }
+        if w.connections == CONNECTIONS {
+            targets.push(Check::below(format!("p99 < {P99_LIMIT_MS} ms"), api.p99_ms, " ms", P99_LIMIT_MS));
+        }
+        if let Some(rss) = outcome.rss_mb {
+            targets.push(Check::below(format!("RSS < {RSS_LIMIT_MB} MB"), rss, " MB", RSS_LIMIT_MB));
+        }
+        Self {
+            number: w.number,
+            name: w.name,
+            connections: w.connections,
+            raw_sql: w.raw_sql,
+            api,
+            raw,
+            api_raw_ratio: ratio,
+            gateway_peak_rss_mb: outcome.rss_mb,
+            cpu_api_run: outcome.api_cpu,
+            cpu_raw_run: outcome.raw_cpu,
+            targets,
+        }
+    }
+
+    fn label(&self) -> String {
+        if self.connections == CONNECTIONS {
+            format!("{}. {}", self.number, self.name)
+        } else {
+            format!("{}. {} ({} connections)", self.number, self.name, self.connections)
+        }
+    }
+}
+
+/// Lines of a Markdown table, columns padded so that it also reads well in a terminal.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).chain([header[c].chars().count()]).max().unwrap_or(0))
+        .collect();
+    let line = |cells: Vec<String>| {
+        let cells: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(
+                |(c, cell)| {
+                    if c == 0 { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) }
+                },
+            )
+            .collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    // Dashes the width of the column; a colon on the right aligns numbers right.
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(c, w)| if c == 0 { "-".repeat(*w) } else { format!("{}:", "-".repeat(w - 1)) })
+        .collect();
+    let mut out = line(header.iter().map(|h| (*h).to_owned()).collect());
+    out.push_str(&format!("| {} |\n", rule.join(" | ")));
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+fn rate(per_second: f64) -> String {
+    if per_second >= 100.0 { format!("{per_second:.0}") } else { format!("{per_second:.1}") }
+}
+
+impl Report {
+    /// The whole report as Markdown: conditions, results, targets, CPU shares.
+    pub fn markdown(&self) -> String {
+        let (m, g) = (&self.machine, &self.gateway);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "- Date: {}", self.date);
+        let _ = writeln!(out, "- Machine: {} cores, {} MB, {}", m.cpus, m.memory_mb, m.cpu_model);
+        let settings = self.postgres.settings.join(", ");
+        let _ = writeln!(out, "- PostgreSQL {}, one server for both sides: {settings}", self.postgres.version);
+        let _ = writeln!(
+            out,
+            "- Gateway (release build): HTTP workers {}, database pool {}, rate limit {}/min (in-memory \
+             limiter; the PostgreSQL one in 5)",
+            g.http_workers, g.db_pool_size, g.rate_limit_per_minute
+        );
+        let _ = writeln!(
+            out,
+            "- Runs: {} s each after a {} s warm-up, {} connections unless noted, load generator on the same machine",
+            self.duration_s, self.warmup_s, self.connections
+        );
+        let _ = writeln!(
+            out,
+            "- Data: {} contacts in one group, loaded through the batch endpoint ({} requests at once) at {:.0} \
+             contacts/s (CPU: gateway {:.0}%, postgres {:.0}%); each write run writes into a fresh group, deleted \
+             before the next run",
+            self.load.contacts,
+            self.load.in_flight,
+            self.load.contacts_per_second,
+            self.load.cpu.gateway_pct,
+            self.load.cpu.postgres_pct,
+        );
+
+        let header = ["workload", "API req/s", "p50 ms", "p99 ms", "raw SQL ops/s", "API/raw", "gateway peak RSS MB"];
+        let rows: Vec<Vec<String>> = self
+            .workloads
+            .iter()
+            .map(|w| {
+                vec![
+                    w.label(),
+                    rate(w.api.per_second),
+                    format!("{:.1}", w.api.p50_ms),
+                    format!("{:.1}", w.api.p99_ms),
+                    rate(w.raw.per_second),
+                    format!("{:.2}", w.api_raw_ratio),
+                    w.gateway_peak_rss_mb.map_or_else(|| "?".to_owned(), |mb| format!("{mb:.1}")),
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&table(&header, &rows));
+
+        out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
+        let _ =
+            writeln!(out, "p99 < {P99_LIMIT_MS} ms at {CONNECTIONS} connections; gateway RSS < {RSS_LIMIT_MB} MB.\n");
+        for w in &self.workloads {
+            let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();
+            let checks = if checks.is_empty() { "no target".to_owned() } else { checks.join("; ") };
+            let _ = writeln!(out, "- {}: {checks}", w.label());
+        }
+
+        let cores = m.cpus * 100;
+        let _ = writeln!(
+            out,
+            "\nCPU during each run, % of one core ({cores}% = every core busy; \"other\" is everything else on the \
+             machine, which skews the run):\n"
+        );
+        let header = [
+            "workload",
+            "API run: gateway",
+            "postgres",
+            "load generator",
+            "other",
+            "raw run: postgres",
+            "load generator",
+            "other",
+        ];
+        let pct = |v: f64| format!("{v:.0}%");
+        let rows: Vec<Vec<String>> = self
+            .workloads
+            .iter()
+            .map(|w| {
+                let (api, raw) = (&w.cpu_api_run, &w.cpu_raw_run);
+                vec![
+                    w.label(),
+                    pct(api.gateway_pct),
+                    pct(api.postgres_pct),
+                    pct(api.load_generator_pct),
+                    pct(api.other_pct),
+                    pct(raw.postgres_pct),
+                    pct(raw.load_generator_pct),
+                    pct(raw.other_pct),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&header, &rows));
+        out
+    }
+}

@@ -1,0 +1,231 @@
+//! The raw-SQL side: the statements each API request runs (see `accounts::keys::authenticate`,
+//! `accounts::tenants::get` and `contacts::service`), prepared once per connection and run
+//! with tokio-postgres, without HTTP, JSON or an ORM in between.
+
+use std::fmt::Write;
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::data;
+use super::load::OpResult;
+use crate::Result;
+
+const CONTACT_COLUMNS: &str = "id, uid, group_id, name, country_code, phone_number, full_phone_number, \
+                               is_subscribed, custom_field_values, created_at, updated_at";
+
+/// Authentication: the key, its tenant's status and its issuer's permissions in one lookup.
+const AUTH: &str = "SELECT k.id, k.tenant_id, k.name, k.legacy, k.expires_at, k.revoked_at, t.status, \
+                    u.id, u.name, u.active, u.all_permissions, u.permissions \
+                    FROM api_keys k JOIN tenants t ON t.id = k.tenant_id LEFT JOIN users u ON u.id = k.user_id \
+                    WHERE k.key_hash = $1 LIMIT 1";
+const TENANT: &str = "SELECT id, uid, name, status, currency, default_country_code, created_at, updated_at \
+                      FROM tenants WHERE id = $1 LIMIT 1";
+const GROUP: &str = "SELECT id, uid, name, status, custom_fields, created_at, updated_at \
+                     FROM contact_groups WHERE tenant_id = $1 AND id = $2 LIMIT 1";
+/// The group and the tenant's default calling code in one round trip, as writes read them.
+const GROUP_FOR_WRITE: &str = "SELECT id, uid, name, status, custom_fields, created_at, updated_at, \
+                               (SELECT default_country_code FROM tenants WHERE tenants.id = contact_groups.tenant_id) \
+                               FROM contact_groups WHERE tenant_id = $1 AND id = $2 LIMIT 1";
+const SEARCH_COUNT: &str = "SELECT count(*) FROM contacts WHERE tenant_id = $1 AND group_id = $2 AND name ILIKE $3";
+const RATE_LIMIT: &str = "SELECT * FROM rate_limit_hit($1, now(), interval '1 minute', 100000000)";
+/// Columns of one new contact that are bound; custom fields and times are written in the SQL.
+const BOUND_PER_ROW: usize = 8;
+
+fn insert_contacts(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO contacts (uid, tenant_id, group_id, name, country_code, phone_number, full_phone_number, \
+         is_subscribed, custom_field_values, created_at, updated_at) VALUES ",
+    );
+    for row in 0..rows {
+        let p = row * BOUND_PER_ROW;
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        // Writing to a String cannot fail.
+        let _ = write!(
+            sql,
+            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, '{{}}', now(), now())",
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5,
+            p + 6,
+            p + 7,
+            p + 8
+        );
+    }
+    sql
+}
+
+struct Statements {
+    auth: Statement,
+    tenant: Statement,
+    group: Statement,
+    group_for_write: Statement,
+    insert_one: Statement,
+    search_count: Statement,
+    search_page: Statement,
+    existing: Statement,
+    insert_batch: Statement,
+    rate_limit: Statement,
+}
+
+impl Statements {
+    async fn prepare(client: &Client) -> Result<Self> {
+        Ok(Self {
+            auth: client.prepare(AUTH).await?,
+            tenant: client.prepare(TENANT).await?,
+            group: client.prepare(GROUP).await?,
+            group_for_write: client.prepare(GROUP_FOR_WRITE).await?,
+            insert_one: client
+                .prepare(&format!("{} ON CONFLICT DO NOTHING RETURNING {CONTACT_COLUMNS}", insert_contacts(1)))
+                .await?,
+            search_count: client.prepare(SEARCH_COUNT).await?,
+            search_page: client
+                .prepare(&format!(
+                    "SELECT {CONTACT_COLUMNS} FROM contacts WHERE tenant_id = $1 AND group_id = $2 AND name ILIKE $3 \
+                     ORDER BY id DESC LIMIT $4 OFFSET $5"
+                ))
+                .await?,
+            existing: client
+                .prepare(&format!(
+                    "SELECT {CONTACT_COLUMNS} FROM contacts WHERE group_id = $1 AND full_phone_number = ANY($2)"
+                ))
+                .await?,
+            insert_batch: client.prepare(&insert_contacts(data::BATCH_ROWS)).await?,
+            rate_limit: client.prepare(RATE_LIMIT).await?,
+        })
+    }
+}
+
+struct Conn {
+    client: Client,
+    statements: Statements,
+}
+
+/// One connection per load task, every statement prepared on each.
+pub struct Db {
+    conns: Vec<Conn>,
+    tenant: i64,
+    key_hash: Vec<u8>,
+    /// Makes this run's contact uids unique.
+    salt: u64,
+}
+
+pub async fn connect(url: &str) -> Result<Client> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    // The connection does the I/O; it ends when the client is dropped.
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+impl Db {
+    pub async fn open(url: &str, connections: usize, tenant: i64, key_hash: &[u8]) -> Result<Self> {
+        let mut conns = Vec::with_capacity(connections);
+        for _ in 0..connections {
+            let client = connect(url).await?;
+            let statements = Statements::prepare(&client).await?;
+            conns.push(Conn { client, statements });
+        }
+        Ok(Self { conns, tenant, key_hash: key_hash.to_vec(), salt: data::new_salt() })
+    }
+
+    /// Authentication, then the tenant: what `GET /me` reads.
+    pub async fn me(&self, worker: usize) -> OpResult {
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.query_one(&st.auth, &[&self.key_hash]).await?;
+        client.query_one(&st.tenant, &[&self.tenant]).await?;
+        Ok(())
+    }
+
+    /// [`Db::me`] plus one hit on the shared sliding log.
+    pub async fn me_shared_limiter(&self, worker: usize) -> OpResult {
+        self.me(worker).await?;
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.query_one(&st.rate_limit, &[&self.key_hash]).await?;
+        Ok(())
+    }
+
+    /// The group with the default calling code, then the INSERT; the unique index finds a
+    /// duplicate number (none here: every number is new).
+    pub async fn create_contact(&self, worker: usize, group: i64, n: u64) -> OpResult {
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.query_one(&st.group_for_write, &[&self.tenant, &group]).await?;
+        let (uid, name, national, full) =
+            (data::uid(self.salt, n), data::name(n), data::national(n), data::full_number(n));
+        let subscribed = true;
+        let params: [&(dyn ToSql + Sync); BOUND_PER_ROW] =
+            [&uid, &self.tenant, &group, &name, &data::COUNTRY_CODE, &national, &full, &subscribed];
+        if client.query_opt(&st.insert_one, &params).await?.is_none() {
+            return Err(format!("number {full} is already in group {group}").into());
+        }
+        Ok(())
+    }
+
+    /// The group, the match count, the page: what a searched contact list reads.
+    pub async fn search_page(&self, worker: usize, group: i64) -> OpResult {
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.query_one(&st.group, &[&self.tenant, &group]).await?;
+        let pattern = format!("%{}%", data::SEARCH_TERM);
+        client.query_one(&st.search_count, &[&self.tenant, &group, &pattern]).await?;
+        let (limit, offset) = (data::PAGE_SIZE, 0i64);
+        let rows = client.query(&st.search_page, &[&self.tenant, &group, &pattern, &limit, &offset]).await?;
+        if rows.len() != data::PAGE_SIZE as usize {
+            return Err(format!("the search page held {} rows, not {}", rows.len(), data::PAGE_SIZE).into());
+        }
+        Ok(())
+    }
+
+    /// The group with the default calling code, the existing numbers, then one multi-row
+    /// INSERT in a transaction.
+    pub async fn batch(&self, worker: usize, group: i64, batch: u64) -> OpResult {
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.query_one(&st.group_for_write, &[&self.tenant, &group]).await?;
+        let numbers: Vec<u64> = data::batch_numbers(batch).collect();
+        let fulls: Vec<String> = numbers.iter().map(|n| data::full_number(*n)).collect();
+        let existing = client.query(&st.existing, &[&group, &fulls]).await?;
+        if !existing.is_empty() {
+            return Err(format!("{} numbers of batch {batch} exist already", existing.len()).into());
+        }
+        let uids: Vec<String> = numbers.iter().map(|n| data::uid(self.salt, *n)).collect();
+        let names: Vec<String> = numbers.iter().map(|n| data::name(*n)).collect();
+        let nationals: Vec<String> = numbers.iter().map(|n| data::national(*n)).collect();
+        let subscribed = true;
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(numbers.len() * BOUND_PER_ROW);
+        for i in 0..numbers.len() {
+            params.extend([
+                &uids[i] as &(dyn ToSql + Sync),
+                &self.tenant,
+                &group,
+                &names[i],
+                &data::COUNTRY_CODE,
+                &nationals[i],
+                &fulls[i],
+                &subscribed,
+            ]);
+        }
+        client.batch_execute("BEGIN").await?;
+        let inserted = client.execute(&st.insert_batch, &params).await;
+        if let Err(error) = inserted {
+            client.batch_execute("ROLLBACK").await?;
+            return Err(error.into());
+        }
+        client.batch_execute("COMMIT").await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_row_insert_numbers_its_parameters() {
+        let sql = insert_contacts(2);
+        assert!(sql.ends_with(
+            "($1, $2, $3, $4, $5, $6, $7, $8, '{}', now(), now()), ($9, $10, $11, $12, $13, $14, $15, $16, '{}', now(), now())"
+        ));
+    }
+}
