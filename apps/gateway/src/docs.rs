@@ -24,6 +24,22 @@ pub struct ErrorEnvelope {
     pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
+/// What every authenticated route may answer before it does anything (contract: Authentication,
+/// Limits), in the v3 error envelope.
+#[derive(utoipa::IntoResponses)]
+pub enum Refusals {
+    /// Missing, malformed, unknown, revoked, expired or wrong-kind credentials.
+    #[response(status = 401)]
+    Unauthenticated(ErrorEnvelope),
+    /// A suspended or inactive account, a missing permission, or a key without an issuer on a
+    /// route it may not use.
+    #[response(status = 403)]
+    Forbidden(ErrorEnvelope),
+    /// More than the rate limit in the last minute; see `Retry-After`.
+    #[response(status = 429)]
+    RateLimited(ErrorEnvelope),
+}
+
 struct BearerAuth;
 
 impl Modify for BearerAuth {

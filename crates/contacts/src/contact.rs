@@ -50,7 +50,7 @@ pub struct Contact {
     pub updated_at: OffsetDateTime,
 }
 
-#[derive(Debug, Clone, Queryable, Selectable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = contacts)]
 pub(crate) struct ContactRow {
     pub id: i64,

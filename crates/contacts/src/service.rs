@@ -451,12 +451,15 @@ impl ContactService {
         let mut conn = self.conn().await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let plan = batch::plan(&input, &default_cc);
-        let existing: Vec<ContactRow> = contacts::table
-            .filter(contacts::group_id.eq(group.id))
-            .filter(contacts::full_phone_number.eq_any(plan.numbers()))
-            .select(ContactRow::as_select())
-            .load(&mut conn)
-            .await?;
+        // One index probe per number: the planner would otherwise scan a young group whole.
+        let existing: Vec<ContactRow> = diesel::sql_query(
+            "SELECT c.* FROM unnest($2::text[]) AS n(full_phone_number)
+             JOIN contacts c ON c.group_id = $1 AND c.full_phone_number = n.full_phone_number",
+        )
+        .bind::<BigInt, _>(group.id)
+        .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(plan.numbers())
+        .load(&mut conn)
+        .await?;
         let (report, writes) = plan.resolve(group.id, input.skip_existing, existing);
         let now = self.clock.now();
         conn.transaction(async |conn| {

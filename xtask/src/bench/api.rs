@@ -2,6 +2,7 @@
 //! Operations check the status and read the whole body, but parse no JSON: the load generator
 //! shares the machine with the gateway, and what it spends is taken from the gateway.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -115,24 +116,24 @@ impl Api {
         Ok(())
     }
 
-    /// Fills `group` with [`data::LOADED_CONTACTS`] contacts through the batch endpoint, a few
-    /// batches at a time, with a progress bar.
-    pub async fn load(self: &Arc<Self>, group: i64, in_flight: usize) -> Result<()> {
-        let batches = data::LOADED_CONTACTS / data::BATCH_ROWS as u64;
-        let bar = ProgressBar::new(data::LOADED_CONTACTS).with_message("loading contacts through the API");
-        bar.set_style(
-            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta} left)")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        let next = Arc::new(AtomicU64::new(0));
+    /// Sends batches `batches` (see [`data::batch_numbers`]) to `group`, `in_flight` at a time,
+    /// counting the contacts on `bar`.
+    pub async fn load(
+        self: &Arc<Self>,
+        group: i64,
+        batches: Range<u64>,
+        in_flight: usize,
+        bar: &ProgressBar,
+    ) -> Result<()> {
+        let (next, end) = (batches.start, batches.end);
+        let next = Arc::new(AtomicU64::new(next));
         let mut tasks = JoinSet::new();
         for _ in 0..in_flight {
             let (api, next, bar) = (Arc::clone(self), Arc::clone(&next), bar.clone());
             tasks.spawn(async move {
                 loop {
                     let batch = next.fetch_add(1, Ordering::Relaxed);
-                    if batch >= batches {
+                    if batch >= end {
                         return Ok::<_, OpError>(());
                     }
                     api.batch(group, batch).await.map_err(|e| format!("loading batch {batch}: {e}"))?;
@@ -143,7 +144,17 @@ impl Api {
         while let Some(joined) = tasks.join_next().await {
             joined?.map_err(|e| e.to_string())?;
         }
-        bar.finish();
         Ok(())
     }
+}
+
+/// A bar counting `contacts` loaded.
+pub fn load_bar(contacts: u64) -> ProgressBar {
+    let bar = ProgressBar::new(contacts).with_message("loading contacts through the API");
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
 }

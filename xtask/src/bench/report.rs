@@ -19,7 +19,7 @@ pub struct Outcome {
     pub workload: &'static Workload,
     pub api: Measured,
     pub raw: Measured,
-    /// Gateway VmHWM after the API run; None when /proc could not tell.
+    /// VmHWM of the workload's own gateway after the API run; None when /proc could not tell.
     pub rss_mb: Option<f64>,
     pub api_cpu: CpuShare,
     pub raw_cpu: CpuShare,
@@ -50,8 +50,6 @@ pub struct Gateway {
     pub http_workers: String,
     pub db_pool_size: String,
     pub rate_limit_per_minute: u64,
-    /// Whether VmHWM was reset before each workload (else it is the peak since start).
-    pub rss_per_workload: bool,
 }
 
 #[derive(Serialize)]
@@ -210,8 +208,8 @@ impl Report {
         let _ = writeln!(out, "- PostgreSQL {}, one server for both sides: {settings}", self.postgres.version);
         let _ = writeln!(
             out,
-            "- Gateway (release build): HTTP workers {}, database pool {}, rate limit {}/min (in-memory \
-             limiter; the PostgreSQL one in 5)",
+            "- Gateway (release build), started afresh for each workload: HTTP workers {}, database pool {}, \
+             rate limit {}/min (in-memory limiter; the PostgreSQL one in 5)",
             g.http_workers, g.db_pool_size, g.rate_limit_per_minute
         );
         let _ = writeln!(

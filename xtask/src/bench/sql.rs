@@ -90,9 +90,10 @@ impl Statements {
                 ))
                 .await?,
             existing: client
-                .prepare(&format!(
-                    "SELECT {CONTACT_COLUMNS} FROM contacts WHERE group_id = $1 AND full_phone_number = ANY($2)"
-                ))
+                .prepare(
+                    "SELECT c.* FROM unnest($2::text[]) AS n(full_phone_number) \
+                     JOIN contacts c ON c.group_id = $1 AND c.full_phone_number = n.full_phone_number",
+                )
                 .await?,
             insert_batch: client.prepare(&insert_contacts(data::BATCH_ROWS)).await?,
             rate_limit: client.prepare(RATE_LIMIT).await?,

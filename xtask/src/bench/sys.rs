@@ -47,12 +47,6 @@ pub fn peak_rss_mb(pid: u32) -> Result<f64> {
     Ok(kb as f64 / 1024.0)
 }
 
-/// Resets `pid`'s VmHWM to its current RSS (Linux 4.0+), so that the next reading is the peak
-/// of what comes after. False when the kernel refused; the reading is then the peak since start.
-pub fn reset_peak_rss(pid: u32) -> bool {
-    fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
-}
-
 /// CPU time used so far, in clock ticks, by the gateway, by the PostgreSQL server (postmaster
 /// and its children) and by this process.
 pub struct CpuTimes {

@@ -50,8 +50,14 @@ fn decide(limit: u32, used_after: u32, allowed: bool, oldest: OffsetDateTime, no
         limit,
         remaining: limit.saturating_sub(used_after),
         reset: reset_at.unix_timestamp() + i64::from(reset_at.nanosecond() > 0),
-        retry_after: if allowed { 0 } else { (reset_at - now).whole_seconds().max(0) + 1 },
+        // At `reset_at` itself the oldest request no longer counts, so waiting exactly the
+        // rest of the window (rounded up to whole seconds) is enough.
+        retry_after: if allowed { 0 } else { ceil_seconds(reset_at - now).max(1) },
     }
+}
+
+fn ceil_seconds(duration: Duration) -> i64 {
+    duration.whole_seconds() + i64::from(duration.subsec_nanoseconds() > 0)
 }
 
 const SHARDS: usize = 16;

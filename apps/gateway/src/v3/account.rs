@@ -3,12 +3,12 @@
 use actix_web::{HttpResponse, web};
 
 use crate::AppState;
-use crate::docs::Success;
+use crate::docs::{Refusals, Success};
 use crate::http::{ApiError, Auth, ok};
 
 /// The account the key belongs to, the key itself, and what it may do.
 #[utoipa::path(get, path = "/api/v3/me", tag = "Account",
-    responses((status = 200, body = Success<accounts::profile::Me>), (status = 401), (status = 403), (status = 429)),
+    responses((status = 200, body = Success<accounts::profile::Me>), Refusals),
     security(("bearer" = [])))]
 pub async fn me(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let mut conn = store::connect(&state.pool).await?;
@@ -17,7 +17,7 @@ pub async fn me(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, 
 
 /// The wallet: balance in minor units and for display, currency, billing mode.
 #[utoipa::path(get, path = "/api/v3/balance", tag = "Account",
-    responses((status = 200, body = Success<accounts::wallet::Balance>), (status = 401), (status = 403), (status = 429)),
+    responses((status = 200, body = Success<accounts::wallet::Balance>), Refusals),
     security(("bearer" = [])))]
 pub async fn balance(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let mut conn = store::connect(&state.pool).await?;

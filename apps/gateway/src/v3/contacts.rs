@@ -15,7 +15,7 @@ use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
 
 use crate::AppState;
-use crate::docs::Success;
+use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, Auth, Json, created, ok};
 
@@ -32,7 +32,7 @@ fn group(raw: &str) -> Result<GroupRef, ApiError> {
 
 /// List the account's contact groups (25 per page by default).
 #[utoipa::path(get, path = "/api/v3/contact-groups", tag = "Contacts", params(PageQuery),
-    responses((status = 200, body = Success<Page<ContactGroup>>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<ContactGroup>>), Refusals), security(("bearer" = [])))]
 pub async fn list_groups(
     auth: Auth,
     state: web::Data<AppState>,
@@ -44,7 +44,7 @@ pub async fn list_groups(
 
 /// Create a contact group with its custom field definitions.
 #[utoipa::path(post, path = "/api/v3/contact-groups", tag = "Contacts", request_body = NewGroup,
-    responses((status = 201, body = Success<ContactGroup>), (status = 422)), security(("bearer" = [])))]
+    responses((status = 201, body = Success<ContactGroup>), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn create_group(
     auth: Auth,
     state: web::Data<AppState>,
@@ -56,7 +56,7 @@ pub async fn create_group(
 /// Read one group, by numeric id or UUID.
 #[utoipa::path(get, path = "/api/v3/contact-groups/{group}", tag = "Contacts",
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 200, body = Success<ContactGroup>), (status = 404)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<ContactGroup>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn get_group(
     auth: Auth,
     state: web::Data<AppState>,
@@ -68,7 +68,7 @@ pub async fn get_group(
 /// Rename, deactivate, or replace the custom field definitions.
 #[utoipa::path(patch, path = "/api/v3/contact-groups/{group}", tag = "Contacts", request_body = GroupPatch,
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 200, body = Success<ContactGroup>), (status = 404), (status = 422)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<ContactGroup>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn update_group(
     auth: Auth,
     state: web::Data<AppState>,
@@ -81,7 +81,7 @@ pub async fn update_group(
 /// Delete a group and its contacts; a non-empty group needs `?force=true` (else 409 with `count`).
 #[utoipa::path(delete, path = "/api/v3/contact-groups/{group}", tag = "Contacts",
     params(("group" = String, Path, description = "numeric id or UUID"), ForceQuery),
-    responses((status = 200, body = Success<DeletedGroup>), (status = 404), (status = 409)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<DeletedGroup>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn delete_group(
     auth: Auth,
     state: web::Data<AppState>,
@@ -95,7 +95,7 @@ pub async fn delete_group(
 /// List a group's contacts (20 per page by default), newest first.
 #[utoipa::path(get, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts",
     params(("group" = String, Path, description = "numeric id or UUID"), ContactFilter, PageQuery),
-    responses((status = 200, body = Success<Page<Contact>>), (status = 404)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn list_contacts(
     auth: Auth,
     state: web::Data<AppState>,
@@ -110,7 +110,7 @@ pub async fn list_contacts(
 /// Create a contact (the contract's contact body: `PHONE`, `country_code`, names, custom fields).
 #[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = Object,
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 201, body = Success<Contact>), (status = 404), (status = 422)), security(("bearer" = [])))]
+    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn create_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -123,7 +123,7 @@ pub async fn create_contact(
 /// Create or update up to 500 contacts; 207 when any row was rejected.
 #[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", tag = "Contacts", request_body = Object,
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 422)),
+    responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn batch(
     auth: Auth,
@@ -139,7 +139,7 @@ pub async fn batch(
 /// Read one contact of the group, by `ctc_` uid or numeric id.
 #[utoipa::path(get, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts",
     params(("group" = String, Path), ("contact" = String, Path, description = "ctc_ uid or numeric id")),
-    responses((status = 200, body = Success<Contact>), (status = 404)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn get_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -152,7 +152,7 @@ pub async fn get_contact(
 /// Change only the keys sent; custom fields merge, null removes one.
 #[utoipa::path(patch, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts", request_body = Object,
     params(("group" = String, Path), ("contact" = String, Path, description = "ctc_ uid or numeric id")),
-    responses((status = 200, body = Success<Contact>), (status = 404), (status = 422)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn update_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -166,7 +166,7 @@ pub async fn update_contact(
 /// Delete a contact; answers the deleted contact.
 #[utoipa::path(delete, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts",
     params(("group" = String, Path), ("contact" = String, Path, description = "ctc_ uid or numeric id")),
-    responses((status = 200, body = Success<Contact>), (status = 404)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn delete_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -178,7 +178,7 @@ pub async fn delete_contact(
 
 /// Search contacts across every group (`q`), or in one (`group_id`).
 #[utoipa::path(get, path = "/api/v3/contacts", tag = "Contacts", params(ContactSearch, PageQuery),
-    responses((status = 200, body = Success<Page<Contact>>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), Refusals), security(("bearer" = [])))]
 pub async fn search(
     auth: Auth,
     state: web::Data<AppState>,
@@ -195,7 +195,7 @@ pub async fn search(
 /// Original list: `POST /contacts/{group_id}/all`; filters and paging from the query or the body.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/all", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = Option<Object>,
-    responses((status = 200, body = Success<Page<Contact>>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_list(
     auth: Auth,
     state: web::Data<AppState>,
@@ -226,7 +226,7 @@ pub async fn original_list(
 /// Original create: `POST /contacts/{group_id}/store`.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/store", tag = "Contacts (original paths)",
     params(("group_id" = String, Path)), request_body = Object,
-    responses((status = 201, body = Success<Contact>)), security(("bearer" = [])))]
+    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_store(
     auth: Auth,
     state: web::Data<AppState>,
@@ -239,7 +239,7 @@ pub async fn original_store(
 /// Original read: `POST /contacts/{group_id}/search/{uid}`.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/search/{uid}", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ("uid" = String, Path)),
-    responses((status = 200, body = Success<Contact>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_search(
     auth: Auth,
     state: web::Data<AppState>,
@@ -251,7 +251,7 @@ pub async fn original_search(
 /// Original update: `PATCH /contacts/{group_id}/update/{uid}`.
 #[utoipa::path(patch, path = "/api/v3/contacts/{group_id}/update/{uid}", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ("uid" = String, Path)), request_body = Object,
-    responses((status = 200, body = Success<Contact>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_update(
     auth: Auth,
     state: web::Data<AppState>,
@@ -264,7 +264,7 @@ pub async fn original_update(
 /// Original delete: `DELETE /contacts/{group_id}/delete/{uid}`.
 #[utoipa::path(delete, path = "/api/v3/contacts/{group_id}/delete/{uid}", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ("uid" = String, Path)),
-    responses((status = 200, body = Success<Contact>)), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_delete(
     auth: Auth,
     state: web::Data<AppState>,
