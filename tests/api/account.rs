@@ -137,3 +137,25 @@ async fn credits_show_in_the_balance_of_that_tenant_only() {
     assert_eq!(res.data()["balance_minor"], 150_100);
     assert_eq!(res.data()["balance"], "1501.00");
 }
+
+/// Contacts sent without `country_code` take the account's calling code: 255 until an operator
+/// sets another, then that one (and `GET /me` shows it).
+#[actix_web::test]
+async fn the_accounts_calling_code_is_used_for_contacts_without_one() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let group = app.post("/api/v3/contact-groups", &account.key, json!({"name": "Kenya"})).await;
+    let contacts = format!("/api/v3/contact-groups/{}/contacts", group.data()["id"]);
+    let res = app.post(&contacts, &account.key, json!({"PHONE": "0712345678"})).await;
+    assert_eq!(res.data()["full_phone_number"], "255712345678", "{:?}", res.body);
+
+    let mut conn = app.conn().await;
+    accounts::tenants::set_default_country_code(&mut conn, account.tenant, "254").await.expect("set");
+    let res = app.post(&contacts, &account.key, json!({"PHONE": "0712345678"})).await;
+    assert_eq!(res.status, 201, "{:?}", res.body);
+    assert_eq!(
+        (res.data()["country_code"].as_str(), res.data()["full_phone_number"].as_str()),
+        (Some("254"), Some("254712345678"))
+    );
+    assert_eq!(app.get(ME, &account.key).await.data()["default_country_code"], "254");
+}

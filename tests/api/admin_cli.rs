@@ -221,6 +221,19 @@ async fn tenant_set_status_applies_to_the_next_request() {
 }
 
 #[actix_web::test]
+async fn tenant_set_country_code_prints_the_code_and_refuses_nonsense() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, _, key) = setup(url).await;
+    let key = key["key"].as_str().expect("key");
+    let set = |code: &str| AdminCommand::Tenant(TenantCommand::SetCountryCode { tenant, code: code.to_owned() });
+    assert_eq!(admin(url, set("254")).await.expect("set"), "254");
+    assert_eq!(app.get(ME, key).await.data()["default_country_code"], "254");
+    let err = admin(url, set("2x")).await.expect_err("not digits");
+    assert_eq!(err.kind, ErrorKind::Validation);
+}
+
+#[actix_web::test]
 async fn user_set_permissions_and_deactivate_apply_to_the_users_keys() {
     let app = spawn().await;
     let url = app.db.url();

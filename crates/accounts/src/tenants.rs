@@ -99,6 +99,21 @@ pub async fn get(conn: &mut Conn, tenant: TenantId) -> Result<Tenant, Error> {
         .ok_or_else(|| Error::not_found("Tenant"))
 }
 
+/// Sets the calling code used for contacts sent without `country_code` (255 by default).
+pub async fn set_default_country_code(conn: &mut Conn, tenant: TenantId, code: &str) -> Result<Tenant, Error> {
+    let code = code.trim().trim_start_matches('+');
+    if code.is_empty() || code.len() > 3 || !code.chars().all(|c| c.is_ascii_digit()) || code.starts_with('0') {
+        return Err(Error::field("country_code", "A country calling code is 1 to 3 digits, like 255."));
+    }
+    diesel::update(tenants::table.find(tenant.0))
+        .set((tenants::default_country_code.eq(code), tenants::updated_at.eq(diesel::dsl::now)))
+        .returning(Tenant::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?
+        .ok_or_else(|| Error::not_found("Tenant"))
+}
+
 /// Suspension and deactivation apply to the very next request: authentication reads the status.
 pub async fn set_status(conn: &mut Conn, tenant: TenantId, status: TenantStatus) -> Result<Tenant, Error> {
     diesel::update(tenants::table.find(tenant.0))

@@ -192,3 +192,17 @@ async fn the_demo_account_is_made_once_and_its_key_reused() {
     let caller = keys::authenticate(&mut conn, &third.key, now).await.expect("auth");
     assert!(caller.require(kernel::Permission::WEBHOOKS_MANAGE).is_ok());
 }
+
+#[tokio::test]
+async fn the_default_calling_code_is_255_until_set() {
+    let (_db, pool) = setup().await;
+    let mut conn = store::connect(&pool).await.expect("conn");
+    let tenant = tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
+    assert_eq!(tenant.default_country_code, "255");
+    let tenant = TenantId(tenant.id);
+    let changed = tenants::set_default_country_code(&mut conn, tenant, "+254").await.expect("set");
+    assert_eq!(changed.default_country_code, "254");
+    for bad in ["", "0255", "2555", "25a"] {
+        assert!(tenants::set_default_country_code(&mut conn, tenant, bad).await.is_err(), "{bad:?}");
+    }
+}

@@ -67,6 +67,8 @@ pub enum TenantCommand {
     },
     /// Set a tenant's status: active, suspended or inactive.
     SetStatus { tenant: i64, status: String },
+    /// Set the calling code used for contacts sent without `country_code` (default 255).
+    SetCountryCode { tenant: i64, code: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -142,6 +144,10 @@ pub async fn run(admin: Admin, database_url: &str) -> Result<String, Error> {
         AdminCommand::Tenant(TenantCommand::SetStatus { tenant, status }) => {
             let tenant = accounts::tenants::set_status(conn, TenantId(tenant), TenantStatus::parse(&status)?).await?;
             (tenant.status.clone(), json!(tenant))
+        }
+        AdminCommand::Tenant(TenantCommand::SetCountryCode { tenant, code }) => {
+            let tenant = accounts::tenants::set_default_country_code(conn, TenantId(tenant), &code).await?;
+            (tenant.default_country_code.clone(), json!(tenant))
         }
         AdminCommand::User(UserCommand::Create { tenant, name, permissions }) => {
             let permissions = accounts::users::parse_permissions(&permissions)?;
