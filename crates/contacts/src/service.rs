@@ -483,7 +483,16 @@ impl ContactService {
                         )
                     })
                     .collect();
-                diesel::insert_into(contacts::table).values(rows).execute(conn).await?;
+                // A concurrent request added one of these numbers after the plan was made.
+                diesel::insert_into(contacts::table).values(rows).execute(conn).await.map_err(|e| {
+                    if store::is_unique_violation(&e, None) {
+                        Error::conflict(
+                            "Another request changed this group's contacts at the same time; retry the batch.",
+                        )
+                    } else {
+                        e.into()
+                    }
+                })?;
             }
             for (id, state) in &writes.updates {
                 diesel::update(contacts::table.find(*id))
@@ -498,13 +507,7 @@ impl ContactService {
             }
             Ok::<_, Error>(())
         })
-        .await
-        .map_err(|e| match e.kind {
-            kernel::ErrorKind::Internal if e.message.contains("duplicate key") => {
-                Error::conflict("Another request changed this group's contacts at the same time; retry the batch.")
-            }
-            _ => e,
-        })?;
+        .await?;
         Ok(report)
     }
 }

@@ -47,16 +47,17 @@ fn missing_field(message: &str) -> Option<&str> {
     message.strip_prefix("missing field `")?.split('`').next()
 }
 
-fn check_content_type(req: &HttpRequest) -> Result<(), Error> {
+/// A body declared as anything but JSON is refused with 415; no `Content-Type` reads as JSON.
+fn check_content_type(req: &HttpRequest) -> Result<(), actix_web::Error> {
     let Some(value) = req.headers().get(CONTENT_TYPE) else { return Ok(()) };
     let value = value.to_str().unwrap_or_default().to_ascii_lowercase();
     let essence = value.split(';').next().unwrap_or_default().trim();
     if essence == "application/json" || essence.ends_with("+json") {
-        Ok(())
-    } else {
-        Err(Error::new(kernel::ErrorKind::Validation, String::new())
-            .with_detail("unsupported_media_type", essence.to_owned()))
+        return Ok(());
     }
+    let message = format!("Unsupported media type {essence:?}: send Content-Type: application/json.");
+    let response = super::envelope::framework_error(actix_web::http::StatusCode::UNSUPPORTED_MEDIA_TYPE, &message);
+    Err(actix_web::error::InternalError::from_response("unsupported media type", response).into())
 }
 
 impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
@@ -67,17 +68,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
         let content_type = check_content_type(req);
         let body = web::Bytes::from_request(req, payload);
         Box::pin(async move {
-            if let Err(e) = content_type {
-                let essence = e.details.get("unsupported_media_type").cloned().unwrap_or_default();
-                return Err(actix_web::error::InternalError::from_response(
-                    "unsupported media type",
-                    super::envelope::framework_error(
-                        actix_web::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                        &format!("Unsupported media type {essence}: send Content-Type: application/json."),
-                    ),
-                )
-                .into());
-            }
+            content_type?;
             // Over `PayloadConfig`'s limit this is a 413, put in the envelope by the middleware.
             let bytes = body.await?;
             parse(&bytes).map(Json).map_err(|e| ApiError(e).into())
