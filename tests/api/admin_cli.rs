@@ -18,12 +18,19 @@ use crate::framework::assert_error;
 const ME: &str = "/api/v3/me";
 const GROUPS: &str = "/api/v3/contact-groups";
 
-async fn admin(url: &str, command: AdminCommand) -> Result<String, kernel::Error> {
-    run(Admin { json: false, command }, url).await
+/// The environment's configuration, pointed at the test's database.
+pub fn config(url: &str) -> gateway::config::Config {
+    let mut config = gateway::config::Config::from_env().expect("configuration");
+    config.database_url = url.to_owned();
+    config
 }
 
-async fn admin_json(url: &str, command: AdminCommand) -> Value {
-    let out = run(Admin { json: true, command }, url).await.expect("command");
+pub async fn admin(url: &str, command: AdminCommand) -> Result<String, kernel::Error> {
+    run(Admin { json: false, command }, &config(url)).await
+}
+
+pub async fn admin_json(url: &str, command: AdminCommand) -> Value {
+    let out = run(Admin { json: true, command }, &config(url)).await.expect("command");
     serde_json::from_str(&out).unwrap_or_else(|_| panic!("--json prints JSON, got {out:?}"))
 }
 

@@ -9,3 +9,4 @@ mod framework;
 mod openapi;
 mod rate_limit;
 mod smoke;
+mod sms;

@@ -9,7 +9,10 @@ use gateway::AppState;
 use gateway::http::rate_limit::{MemoryLimiter, PostgresLimiter, RateLimiter};
 use kernel::caller::Permissions;
 use kernel::{Clock, TenantId, UserId};
+use messaging::{MessagingConfig, MessagingService};
 use serde_json::Value;
+use std::sync::Arc;
+use store::jobs::{Worker, WorkerConfig};
 use store::testing::TestDb;
 use time::OffsetDateTime;
 
@@ -53,6 +56,8 @@ pub struct TestApp<S> {
     pub db: TestDb,
     pub pool: store::Pool,
     pub clock: Clock,
+    pub messaging: messaging::MessagingService,
+    worker: Worker,
     service: S,
 }
 
@@ -75,9 +80,21 @@ pub async fn spawn_with(
         Limiter::Memory(limit) => RateLimiter::Memory(MemoryLimiter::new(limit)),
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).expect("state"));
+    let messaging = messaging_service(pool.clone(), clock.clone(), MessagingConfig::default());
+    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone()).expect("state"));
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
-    TestApp { db, pool, clock, service }
+    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()));
+    let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
+    TestApp { db, pool, clock, messaging, worker, service }
+}
+
+/// The messaging service the way the gateway builds it, with the sandbox as every channel's
+/// provider unless a channel names another, and a short provider timeout.
+pub fn messaging_service(pool: store::Pool, clock: Clock, config: MessagingConfig) -> MessagingService {
+    let client = providers::http_client().expect("HTTP client");
+    let sandbox = Arc::new(providers::Sandbox::new(providers::SandboxConfig::default()));
+    let gateways = messaging::gateways::Gateways::new(client, sandbox, std::time::Duration::from_secs(2));
+    MessagingService::new(pool, clock, gateways, config)
 }
 
 impl<S, B> TestApp<S>
@@ -128,6 +145,30 @@ where
 
     pub async fn delete(&self, path: &str, key: &str) -> Resp {
         self.request("DELETE", path, Some(key), None).await
+    }
+
+    /// Runs every job that is due now (by the test's clock), and what those jobs queue for now,
+    /// until none is left; answers how many ran.
+    pub async fn run_jobs(&self) -> usize {
+        let mut total = 0;
+        loop {
+            let ran = self.worker.work_once().await.expect("jobs");
+            if ran == 0 {
+                return total;
+            }
+            total += ran;
+        }
+    }
+
+    /// Moves the clock forward, then runs what became due.
+    pub async fn advance(&self, by: time::Duration) -> usize {
+        self.clock.advance(by);
+        self.run_jobs().await
+    }
+
+    /// The sandbox every sandbox channel of this app shares.
+    pub fn sandbox(&self) -> &providers::Sandbox {
+        self.messaging.gateways().sandbox()
     }
 
     pub async fn conn(&self) -> store::PooledConn {

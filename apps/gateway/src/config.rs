@@ -29,6 +29,15 @@ pub struct Config {
     pub run_migrations: bool,
     pub http_workers: usize,
     pub max_body_bytes: usize,
+    /// How long a worker's claim on a job holds; also how long a message may stay
+    /// `processing` before its sender counts as dead.
+    pub job_lease: std::time::Duration,
+    /// The origin providers reach the callback routes at (printed by `admin channel add`).
+    pub public_url: String,
+    /// Timeout of one provider call.
+    pub provider_timeout: std::time::Duration,
+    pub sandbox: providers::SandboxConfig,
+    pub messaging: messaging::MessagingConfig,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:54329/svc";
@@ -57,9 +66,11 @@ impl Config {
             Some(other) => return Err(format!("SVC_RATE_LIMITER={other:?}: use memory or postgres")),
         };
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let addr: SocketAddr = parsed("SVC_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
+        let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 300)?);
         Ok(Self {
             database_url: var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
-            addr: parsed("SVC_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
+            addr,
             log_format,
             pool_size: parsed("SVC_DB_POOL_SIZE", 16)?,
             rate_limit_per_minute: parsed("SVC_RATE_LIMIT_PER_MINUTE", 120)?,
@@ -68,6 +79,44 @@ impl Config {
             run_migrations: parsed("SVC_RUN_MIGRATIONS", true)?,
             http_workers: parsed("SVC_HTTP_WORKERS", cpus)?,
             max_body_bytes: parsed("SVC_MAX_BODY_BYTES", 4 * 1024 * 1024)?,
+            job_lease,
+            public_url: var("SVC_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}")),
+            provider_timeout: millis("SVC_PROVIDER_TIMEOUT_MS", 10_000)?,
+            sandbox: providers::SandboxConfig { delivery_delay: millis("SVC_SANDBOX_DELIVERY_DELAY_MS", 1_000)? },
+            messaging: messaging_config(job_lease)?,
         })
     }
+}
+
+fn millis(name: &str, default: u64) -> Result<std::time::Duration, String> {
+    parsed(name, default).map(std::time::Duration::from_millis)
+}
+
+fn seconds(name: &str, default: u64) -> Result<std::time::Duration, String> {
+    parsed(name, default).map(std::time::Duration::from_secs)
+}
+
+/// Comma-separated words, upper-cased.
+fn words(name: &str, default: &[String]) -> Vec<String> {
+    match var(name) {
+        None => default.to_vec(),
+        Some(raw) => raw.split(',').map(|w| w.trim().to_uppercase()).filter(|w| !w.is_empty()).collect(),
+    }
+}
+
+fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::MessagingConfig, String> {
+    let defaults = messaging::MessagingConfig::default();
+    Ok(messaging::MessagingConfig {
+        default_price_minor: parsed("SVC_SMS_DEFAULT_PRICE_MINOR", defaults.default_price_minor)?,
+        inline_max: parsed("SVC_SMS_INLINE_MAX", defaults.inline_max)?,
+        inline_timeout: millis("SVC_SMS_INLINE_TIMEOUT_MS", 3_000)?,
+        receipt_wait: seconds("SVC_SMS_RECEIPT_WAIT_SECONDS", defaults.receipt_wait.as_secs())?,
+        campaign_batch: parsed("SVC_CAMPAIGN_BATCH_SIZE", defaults.campaign_batch)?.max(1),
+        send_chunk: parsed("SVC_SMS_SEND_CHUNK", defaults.send_chunk)?.max(1),
+        send_concurrency: parsed("SVC_SMS_SEND_CONCURRENCY", defaults.send_concurrency)?.max(1),
+        paused_recheck: seconds("SVC_CAMPAIGN_RECHECK_SECONDS", defaults.paused_recheck.as_secs())?,
+        stale_after: job_lease,
+        opt_out_keywords: words("SVC_SMS_OPT_OUT_KEYWORDS", &defaults.opt_out_keywords),
+        opt_in_keywords: words("SVC_SMS_OPT_IN_KEYWORDS", &defaults.opt_in_keywords),
+    })
 }

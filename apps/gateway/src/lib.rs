@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod docs;
+pub mod hooks;
 pub mod http;
 pub mod ops;
 pub mod serve;
@@ -25,12 +26,19 @@ pub struct AppState {
     pub limiter: RateLimiter,
     pub metrics: Metrics,
     pub contacts: contacts::ContactService,
+    pub messaging: messaging::MessagingService,
 }
 
 impl AppState {
-    pub fn new(pool: store::Pool, clock: Clock, limiter: RateLimiter) -> Result<Self, kernel::Error> {
+    pub fn new(
+        pool: store::Pool,
+        clock: Clock,
+        limiter: RateLimiter,
+        messaging: messaging::MessagingService,
+    ) -> Result<Self, kernel::Error> {
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
+            messaging,
             metrics: Metrics::new().map_err(kernel::Error::internal)?,
             pool,
             clock,
@@ -62,5 +70,19 @@ pub fn app(
         .route("/api-docs", web::get().to(docs::page))
         .route("/api-docs/openapi.json", web::get().to(docs::openapi))
         .configure(v3::configure)
+        .configure(hooks::configure)
         .default_service(web::to(ops::not_found))
+}
+
+/// The messaging service as configured: provider clients over one HTTP client, the process's
+/// sandbox, and the messaging tunables.
+pub fn messaging_service(
+    pool: store::Pool,
+    clock: Clock,
+    config: &config::Config,
+) -> Result<messaging::MessagingService, kernel::Error> {
+    let client = providers::http_client().map_err(kernel::Error::internal)?;
+    let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
+    let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout);
+    Ok(messaging::MessagingService::new(pool, clock, gateways, config.messaging.clone()))
 }

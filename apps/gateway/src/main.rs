@@ -28,7 +28,7 @@ async fn main() -> std::process::ExitCode {
             .map(|ran| println!("{ran} migrations applied"))
             .map_err(|e| e.message.clone()),
         Command::Admin(admin) => {
-            gateway::cli::admin::run(admin, &config.database_url).await.map(|out| println!("{out}")).map_err(|e| {
+            gateway::cli::admin::run(admin, &config).await.map(|out| println!("{out}")).map_err(|e| {
                 let fields: Vec<String> = e.errors.iter().map(|(f, m)| format!("{f}: {}", m.join("; "))).collect();
                 if fields.is_empty() { e.message.clone() } else { format!("{} ({})", e.message, fields.join(", ")) }
             })

@@ -1,5 +1,7 @@
 //! `gateway serve` (HTTP and workers) and `gateway worker` (workers only).
 
+use std::sync::Arc;
+
 use actix_web::{HttpServer, web};
 use kernel::Clock;
 use store::jobs::{Registry, Worker, WorkerConfig};
@@ -21,8 +23,10 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Every job handler the service knows; domains register theirs here as they arrive.
-pub fn job_registry() -> Registry {
-    Registry::new()
+pub fn job_registry(messaging: &Arc<messaging::MessagingService>) -> Registry {
+    let mut registry = Registry::new();
+    messaging.register_jobs(&mut registry);
+    registry
 }
 
 async fn prepare(config: &Config) -> Result<store::Pool, String> {
@@ -39,12 +43,14 @@ fn start_worker(
     config: &Config,
     pool: store::Pool,
     clock: Clock,
+    messaging: messaging::MessagingService,
 ) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+    let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::minutes(5));
     let worker = Worker::new(
         pool,
         clock,
-        job_registry(),
-        WorkerConfig { concurrency: config.worker_concurrency, ..WorkerConfig::default() },
+        job_registry(&Arc::new(messaging)),
+        WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
     let (stop, stopped) = watch::channel(false);
     let handle = tokio::spawn(worker.run(Some(config.database_url.clone()), stopped));
@@ -61,8 +67,11 @@ pub async fn serve(config: Config) -> Result<(), String> {
         LimiterKind::Memory => RateLimiter::Memory(MemoryLimiter::new(limit)),
         LimiterKind::Postgres => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter).map_err(|e| e.message.clone())?);
-    let (stop, worker) = start_worker(&config, pool, clock);
+    let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
+    let state = web::Data::new(
+        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone()).map_err(|e| e.message.clone())?,
+    );
+    let (stop, worker) = start_worker(&config, pool, clock, messaging);
     let max_body = config.max_body_bytes;
     let server = HttpServer::new(move || app(state.clone(), max_body))
         .workers(config.http_workers)
@@ -79,7 +88,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
 /// Runs only the workers, until SIGINT/SIGTERM.
 pub async fn work(config: Config) -> Result<(), String> {
     let pool = prepare(&config).await?;
-    let (stop, worker) = start_worker(&config, pool, Clock::system());
+    let clock = Clock::system();
+    let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
+    let (stop, worker) = start_worker(&config, pool, clock, messaging);
     shutdown_signal().await;
     tracing::info!("stopping workers");
     let _ = stop.send(true);

@@ -65,17 +65,91 @@ pub async fn credit(conn: &mut Conn, tenant: TenantId, amount_minor: i64, note: 
             .await
             .optional()?
             .ok_or_else(|| Error::not_found("Wallet"))?;
-        diesel::insert_into(wallet_ledger::table)
-            .values((
-                wallet_ledger::tenant_id.eq(tenant.0),
-                wallet_ledger::kind.eq("credit"),
-                wallet_ledger::amount_minor.eq(amount_minor),
-                wallet_ledger::balance_after.eq(wallet.balance_minor),
-                wallet_ledger::note.eq(note),
-            ))
-            .execute(conn)
-            .await?;
+        ledger(conn, tenant, "credit", amount_minor, wallet.balance_minor, note).await?;
         Ok(wallet)
     })
     .await
+}
+
+/// A prepaid wallet that cannot pay: what was asked and what there is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortfall {
+    pub needed_minor: i64,
+    pub balance_minor: i64,
+}
+
+/// Takes `amount_minor` inside the caller's transaction, with its ledger entry. A prepaid
+/// wallet must hold the whole amount (nothing is taken otherwise); a postpaid one may go below
+/// zero. A zero amount takes nothing and writes no entry.
+pub async fn debit(
+    conn: &mut Conn,
+    tenant: TenantId,
+    amount_minor: i64,
+    note: &str,
+) -> Result<Result<Wallet, Shortfall>, Error> {
+    if amount_minor < 0 {
+        return Err(Error::internal("a debit must not be negative"));
+    }
+    if amount_minor == 0 {
+        return Ok(Ok(get(conn, tenant).await?));
+    }
+    let taken: Option<Wallet> = diesel::update(
+        wallets::table
+            .find(tenant.0)
+            .filter(wallets::billing_mode.eq("postpaid").or(wallets::balance_minor.ge(amount_minor))),
+    )
+    .set((wallets::balance_minor.eq(wallets::balance_minor - amount_minor), wallets::updated_at.eq(diesel::dsl::now)))
+    .returning(Wallet::as_returning())
+    .get_result(conn)
+    .await
+    .optional()?;
+    let Some(wallet) = taken else {
+        let wallet = get(conn, tenant).await?;
+        return Ok(Err(Shortfall { needed_minor: amount_minor, balance_minor: wallet.balance_minor }));
+    };
+    ledger(conn, tenant, "debit", amount_minor, wallet.balance_minor, Some(note)).await?;
+    Ok(Ok(wallet))
+}
+
+/// Gives back what a debit took for work that was not done (a message the provider refused).
+pub async fn refund(conn: &mut Conn, tenant: TenantId, amount_minor: i64, note: &str) -> Result<(), Error> {
+    if amount_minor <= 0 {
+        return Ok(());
+    }
+    let balance: i64 = diesel::update(wallets::table.find(tenant.0))
+        .set((
+            wallets::balance_minor.eq(wallets::balance_minor + amount_minor),
+            wallets::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(wallets::balance_minor)
+        .get_result(conn)
+        .await?;
+    ledger(conn, tenant, "refund", amount_minor, balance, Some(note)).await
+}
+
+/// Whether the wallet could pay `amount_minor` now (always, when postpaid).
+pub async fn can_afford(conn: &mut Conn, tenant: TenantId, amount_minor: i64) -> Result<bool, Error> {
+    let wallet = get(conn, tenant).await?;
+    Ok(wallet.billing_mode == "postpaid" || wallet.balance_minor >= amount_minor)
+}
+
+async fn ledger(
+    conn: &mut Conn,
+    tenant: TenantId,
+    kind: &str,
+    amount_minor: i64,
+    balance_after: i64,
+    note: Option<&str>,
+) -> Result<(), Error> {
+    diesel::insert_into(wallet_ledger::table)
+        .values((
+            wallet_ledger::tenant_id.eq(tenant.0),
+            wallet_ledger::kind.eq(kind),
+            wallet_ledger::amount_minor.eq(amount_minor),
+            wallet_ledger::balance_after.eq(balance_after),
+            wallet_ledger::note.eq(note),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
 }

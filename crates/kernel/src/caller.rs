@@ -18,6 +18,7 @@ impl Permission {
     pub const GROUPS_VIEW: Self = Self("communications.groups.view");
     pub const GROUPS_MANAGE: Self = Self("communications.groups.manage");
     pub const SEND: Self = Self("communications.send");
+    pub const MESSAGES_VIEW: Self = Self("communications.messages.view");
     pub const TEMPLATES_VIEW: Self = Self("communications.templates.view");
     pub const TEMPLATES_MANAGE: Self = Self("communications.templates.manage");
     pub const CONTACTS_VIEW: Self = Self("contacts.view");
@@ -56,6 +57,7 @@ impl Permission {
         Self::GROUPS_VIEW,
         Self::GROUPS_MANAGE,
         Self::SEND,
+        Self::MESSAGES_VIEW,
         Self::TEMPLATES_VIEW,
         Self::TEMPLATES_MANAGE,
         Self::CONTACTS_VIEW,

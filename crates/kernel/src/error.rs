@@ -18,6 +18,8 @@ pub enum ErrorKind {
     NotFound,
     /// 409: state or uniqueness conflict.
     Conflict,
+    /// 402: the prepaid balance cannot pay for the request.
+    PaymentRequired,
     /// 429: too many requests.
     RateLimited,
     /// 502: an outside system refused or failed.
@@ -105,6 +107,10 @@ impl Error {
 
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, message)
+    }
+
+    pub fn payment_required(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::PaymentRequired, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {

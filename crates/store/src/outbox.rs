@@ -28,3 +28,33 @@ pub async fn emit(
         .await?;
     Ok(id)
 }
+
+/// Records many events in one statement (a dispatch chunk's `message.sent` events).
+pub async fn emit_many(
+    conn: &mut Conn,
+    events: Vec<(TenantId, String, serde_json::Value)>,
+    occurred_at: OffsetDateTime,
+) -> Result<(), kernel::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut tenants = Vec::with_capacity(events.len());
+    let mut names = Vec::with_capacity(events.len());
+    let mut payloads = Vec::with_capacity(events.len());
+    for (tenant, name, payload) in events {
+        tenants.push(tenant.0);
+        names.push(name);
+        payloads.push(payload);
+    }
+    diesel::sql_query(
+        "INSERT INTO events (id, tenant_id, name, payload, occurred_at)
+         SELECT gen_random_uuid(), t, n, p, $4 FROM unnest($1::bigint[], $2::text[], $3::jsonb[]) AS e(t, n, p)",
+    )
+    .bind::<diesel::sql_types::Array<BigInt>, _>(tenants)
+    .bind::<diesel::sql_types::Array<Text>, _>(names)
+    .bind::<diesel::sql_types::Array<Jsonb>, _>(payloads)
+    .bind::<Timestamptz, _>(occurred_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

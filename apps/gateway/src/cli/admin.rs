@@ -10,6 +10,12 @@ use time::format_description::well_known::Rfc3339;
 use accounts::keys::KeyIssuer;
 use accounts::modules::Module;
 use accounts::tenants::TenantStatus;
+use messaging::channels::{NewChannel, NewSender};
+
+use crate::config::Config;
+
+/// What `demo` puts in an empty demo wallet: 100,000.00 TZS.
+const DEMO_CREDIT_MINOR: i64 = 10_000_000;
 
 #[derive(Debug, Args)]
 pub struct Admin {
@@ -34,6 +40,15 @@ pub enum AdminCommand {
     /// The tenant's wallet.
     #[command(subcommand)]
     Wallet(WalletCommand),
+    /// Channels: a tenant's routes to a provider.
+    #[command(subcommand)]
+    Channel(ChannelCommand),
+    /// Sender identities on a channel.
+    #[command(subcommand)]
+    Sender(SenderCommand),
+    /// The SMS rate card: price per segment by destination prefix.
+    #[command(subcommand)]
+    Rate(RateCommand),
     /// Switch a module on or off for a tenant.
     Module {
         action: Switch,
@@ -130,9 +145,73 @@ pub enum WalletCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ChannelCommand {
+    /// Add a channel; prints its id (with --json also its code and the callback URLs to paste
+    /// into the provider's dashboard).
+    Add {
+        #[arg(long)]
+        tenant: i64,
+        /// sms or chat
+        #[arg(long, default_value = "sms")]
+        kind: String,
+        /// sandbox or africastalking
+        #[arg(long, default_value = "sandbox")]
+        provider: String,
+        /// Unique within the tenant; generated when absent.
+        #[arg(long)]
+        code: Option<String>,
+        #[arg(long)]
+        base_url: Option<String>,
+        #[arg(long)]
+        username: Option<String>,
+        #[arg(long)]
+        api_key: Option<String>,
+        /// Messages per second the provider account allows.
+        #[arg(long)]
+        throughput: Option<i32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SenderCommand {
+    /// Add a sender identity; prints its id.
+    Add {
+        #[arg(long)]
+        tenant: i64,
+        /// The channel's id or code.
+        #[arg(long)]
+        channel: String,
+        /// sender_id, phone_number or short_code
+        #[arg(long = "type")]
+        kind: String,
+        #[arg(long)]
+        value: String,
+        #[arg(long)]
+        label: Option<String>,
+        /// approved (default), pending, rejected or inactive; only approved ones are usable.
+        #[arg(long)]
+        status: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RateCommand {
+    /// Set the price of one SMS segment to numbers starting with a prefix (none: the default).
+    Set {
+        #[arg(long)]
+        tenant: i64,
+        /// E.164 digits, e.g. 255 or 25571.
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(long)]
+        price_minor: i64,
+    },
+}
+
 /// Runs one admin command and returns what to print: plain lines, or the JSON object.
-pub async fn run(admin: Admin, database_url: &str) -> Result<String, Error> {
-    let pool = store::pool(database_url, 2)?;
+pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
+    let pool = store::pool(&config.database_url, 2)?;
     let mut conn = store::connect(&pool).await?;
     let conn = &mut *conn;
     let now = OffsetDateTime::now_utc();
@@ -185,6 +264,8 @@ pub async fn run(admin: Admin, database_url: &str) -> Result<String, Error> {
         }
         AdminCommand::Wallet(WalletCommand::Credit { tenant, amount_minor, note }) => {
             let wallet = accounts::wallet::credit(conn, TenantId(tenant), amount_minor, note.as_deref()).await?;
+            // paused campaigns look at once whether they can go on
+            messaging::campaigns::wallet_topped_up(conn, TenantId(tenant)).await?;
             (wallet.balance_minor.to_string(), json!(wallet))
         }
         AdminCommand::Module { action, tenant, module } => {
@@ -193,8 +274,50 @@ pub async fn run(admin: Admin, database_url: &str) -> Result<String, Error> {
             accounts::modules::set(conn, TenantId(tenant), module, enabled).await?;
             (enabled.to_string(), json!({"tenant_id": tenant, "module": module.as_str(), "enabled": enabled}))
         }
+        AdminCommand::Channel(ChannelCommand::Add {
+            tenant,
+            kind,
+            provider,
+            code,
+            base_url,
+            username,
+            api_key,
+            throughput,
+        }) => {
+            let new =
+                NewChannel { kind, provider, code, base_url, username, api_key, throughput_per_second: throughput };
+            let channel = messaging::channels::add(conn, TenantId(tenant), new).await?;
+            let hooks = format!("{}/hooks/sms/{}", config.public_url.trim_end_matches('/'), channel.callback_token);
+            let value = json!({
+                "id": channel.id,
+                "code": channel.code,
+                "callback_urls": {"delivery": format!("{hooks}/delivery"), "inbound": format!("{hooks}/inbound")},
+            });
+            (channel.id.to_string(), value)
+        }
+        AdminCommand::Sender(SenderCommand::Add { tenant, channel, kind, value, label, status }) => {
+            let new = NewSender { channel, kind, value, label, status };
+            let sender = messaging::channels::add_sender(conn, TenantId(tenant), new).await?;
+            (
+                sender.id.to_string(),
+                json!({"id": sender.id, "type": sender.kind, "value": sender.value, "status": sender.status}),
+            )
+        }
+        AdminCommand::Rate(RateCommand::Set { tenant, prefix, price_minor }) => {
+            messaging::channels::set_rate(conn, TenantId(tenant), prefix.as_deref(), price_minor).await?;
+            (
+                price_minor.to_string(),
+                json!({"tenant_id": tenant, "prefix": prefix.unwrap_or_default(), "price_minor": price_minor}),
+            )
+        }
         AdminCommand::Demo { key } => {
             let demo = accounts::demo::ensure(conn, key.as_deref(), now).await?;
+            // a sandbox SMS channel with a sender id, and something to spend
+            messaging::channels::ensure_demo(conn, TenantId(demo.tenant_id)).await?;
+            if accounts::wallet::get(conn, TenantId(demo.tenant_id)).await?.balance_minor <= 0 {
+                accounts::wallet::credit(conn, TenantId(demo.tenant_id), DEMO_CREDIT_MINOR, Some("demo credit"))
+                    .await?;
+            }
             let value = json!(demo);
             (value.to_string(), value)
         }

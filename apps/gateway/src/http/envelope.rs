@@ -55,6 +55,7 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::Forbidden => StatusCode::FORBIDDEN,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::PaymentRequired => StatusCode::PAYMENT_REQUIRED,
         ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::ProviderFailure => StatusCode::BAD_GATEWAY,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

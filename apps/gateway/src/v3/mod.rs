@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod contacts;
+pub mod messaging;
 
 use actix_web::web;
 
@@ -19,6 +20,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(actix_web::middleware::from_fn(crate::http::auth::authenticate_request))
             .service(legacy("/me").route(web::get().to(account::me)))
             .service(legacy("/balance").route(web::get().to(account::balance)))
+            // SMS and campaigns: tenant credential only (contract: Authentication); the routes
+            // this service adds beyond the contract need an issuer and a permission
+            .service(legacy("/sms/send").route(web::post().to(messaging::send)))
+            .service(legacy("/sms/senders").route(web::get().to(messaging::senders)))
+            .service(legacy("/sms/campaign").route(web::post().to(messaging::create_campaign)))
+            .service(
+                web::resource("/sms/blacklist")
+                    .route(web::get().to(messaging::blacklist))
+                    .route(web::post().to(messaging::blacklist_add)),
+            )
+            .service(web::resource("/sms/blacklist/{number}").route(web::delete().to(messaging::blacklist_remove)))
+            .service(legacy("/sms/{uid}").route(web::get().to(messaging::get_message)))
+            .service(legacy("/campaign/{uid}/view").route(web::get().to(messaging::view_campaign)))
+            .service(web::resource("/campaign/{uid}/resume").route(web::post().to(messaging::resume_campaign)))
+            .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
+            .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // contact groups and contacts
             .service(
                 web::resource("/contact-groups")

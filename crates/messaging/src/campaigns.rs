@@ -1,0 +1,651 @@
+//! SMS campaigns (contract: Campaign, Campaign status, `POST /sms/campaign`): one campaign per
+//! contact group, dispatched by a chain of jobs that each write one batch of personalized,
+//! priced and paid-for messages, so 100,000 contacts are never one transaction or one job.
+
+use std::sync::Arc;
+
+use ::contacts::schema::{contact_groups, contacts};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::{Caller, Error, Permission, TenantId};
+use serde::{Deserialize, Serialize};
+use store::jobs::{Enqueue, Job, JobContext, JobError};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::channels::{RateCard, Route};
+use crate::dispatch::{Delta, settle};
+use crate::messages::Message;
+use crate::personalize::{ContactVars, Template};
+use crate::schema::{campaigns, messages};
+use crate::send::{NO_ROUTE, NewMessage, encoding_name, enqueue_dispatch, new_uid, parse_schedule};
+use crate::status::MessageEvent;
+use crate::{MessagingService, channels};
+
+/// `POST /sms/campaign`.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct CampaignRequest {
+    /// Contact group ids or UUIDs separated by commas, semicolons or whitespace (at most 2,000).
+    pub contact_list_id: Option<String>,
+    /// The text before personalization (at most 4,096).
+    pub message: Option<String>,
+    pub sender_id: Option<String>,
+    /// At most 160; defaults to the group's name.
+    pub name: Option<String>,
+    pub schedule_time: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct GroupSummary {
+    pub id: i64,
+    pub uid: Uuid,
+    pub name: String,
+}
+
+/// The Campaign resource (contract: Campaign).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Campaign {
+    pub id: i64,
+    pub uid: String,
+    pub name: String,
+    /// `draft`, `scheduled`, `running`, `paused`, `completed`, `cancelled`.
+    pub status: String,
+    /// Why it is paused or cancelled.
+    pub status_reason: Option<String>,
+    pub channel_type: String,
+    pub tenant_channel_id: Option<i64>,
+    pub channel_code: Option<String>,
+    pub message: String,
+    pub sender: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub scheduled_at: Option<OffsetDateTime>,
+    /// Contacts dispatch messages: the group's contacts with a number that is not blacklisted.
+    pub total_recipients: i32,
+    pub sent_count: i32,
+    pub failed_count: i32,
+    pub contact_group: Option<GroupSummary>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CampaignsCreated {
+    pub campaigns: Vec<Campaign>,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = campaigns)]
+pub(crate) struct CampaignRow {
+    id: i64,
+    uid: String,
+    tenant_id: i64,
+    name: String,
+    status: String,
+    status_reason: Option<String>,
+    channel_type: String,
+    tenant_channel_id: Option<i64>,
+    channel_code: Option<String>,
+    message: String,
+    sender: Option<String>,
+    scheduled_at: Option<OffsetDateTime>,
+    contact_group_id: Option<i64>,
+    total_recipients: i32,
+    sent_count: i32,
+    failed_count: i32,
+    cursor: i64,
+    last_contact_id: Option<i64>,
+    dispatch_token: Uuid,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+    completed_at: Option<OffsetDateTime>,
+}
+
+impl CampaignRow {
+    fn into_campaign(self, group: Option<GroupSummary>) -> Campaign {
+        Campaign {
+            id: self.id,
+            uid: self.uid,
+            name: self.name,
+            status: self.status,
+            status_reason: self.status_reason,
+            channel_type: self.channel_type,
+            tenant_channel_id: self.tenant_channel_id,
+            channel_code: self.channel_code,
+            message: self.message,
+            sender: self.sender,
+            scheduled_at: self.scheduled_at,
+            total_recipients: self.total_recipients,
+            sent_count: self.sent_count,
+            failed_count: self.failed_count,
+            contact_group: group,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            completed_at: self.completed_at,
+        }
+    }
+}
+
+/// A campaign in a path: numeric id or public uid.
+pub enum CampaignRef {
+    Id(i64),
+    Uid(String),
+}
+
+impl CampaignRef {
+    pub fn parse(raw: &str) -> Self {
+        raw.parse::<i64>().map_or_else(|_| Self::Uid(raw.to_owned()), Self::Id)
+    }
+}
+
+/// Writes one batch of a campaign's messages, then queues the next batch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DispatchCampaign {
+    pub campaign_id: i64,
+    /// Only the chain holding the campaign's current token runs (resuming issues a new one).
+    pub token: Uuid,
+}
+
+impl Job for DispatchCampaign {
+    const NAME: &'static str = "messaging.dispatch_campaign";
+    type State = MessagingService;
+
+    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
+        state.dispatch_campaign(self.campaign_id, self.token).await?;
+        Ok(())
+    }
+}
+
+fn split_ids(raw: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for token in raw.split(|c: char| c == ',' || c == ';' || c.is_whitespace()).filter(|t| !t.is_empty()) {
+        if !seen.iter().any(|s| s == token) {
+            seen.push(token.to_owned());
+        }
+    }
+    seen
+}
+
+fn too_long(field: &str, value: Option<&str>, max: usize) -> Result<(), Error> {
+    match value {
+        Some(v) if v.chars().count() > max => {
+            Err(Error::field(field, format!("The {field} may not be greater than {max} characters.")))
+        }
+        _ => Ok(()),
+    }
+}
+
+async fn group_summary(conn: &mut store::Conn, group: Option<i64>) -> Result<Option<GroupSummary>, Error> {
+    let Some(group) = group else { return Ok(None) };
+    let found: Option<(i64, Uuid, String)> = contact_groups::table
+        .find(group)
+        .select((contact_groups::id, contact_groups::uid, contact_groups::name))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(found.map(|(id, uid, name)| GroupSummary { id, uid, name }))
+}
+
+async fn emit(conn: &mut store::Conn, name: &str, row: CampaignRow, now: OffsetDateTime) -> Result<(), Error> {
+    let tenant = TenantId(row.tenant_id);
+    let reason = row.status_reason.clone();
+    let group = group_summary(conn, row.contact_group_id).await?;
+    let payload = serde_json::json!({ "campaign": row.into_campaign(group), "reason": reason });
+    store::outbox::emit(conn, tenant, name, payload, now).await?;
+    Ok(())
+}
+
+/// The contacts of a group that dispatch messages, after `after` and up to `last`: those with
+/// a number that is not blacklisted (contract: dispatch skips both; `is_subscribed` is not read).
+fn eligible(tenant: i64, group: i64, after: i64, last: i64) -> contacts::BoxedQuery<'static, diesel::pg::Pg> {
+    contacts::table
+        .filter(contacts::tenant_id.eq(tenant))
+        .filter(contacts::group_id.eq(group))
+        .filter(contacts::id.gt(after))
+        .filter(contacts::id.le(last))
+        .filter(contacts::phone_number.ne(""))
+        .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
+            "NOT EXISTS (SELECT 1 FROM sms_blacklist b
+                         WHERE b.tenant_id = contacts.tenant_id AND b.number = '+' || contacts.full_phone_number)",
+        ))
+        .into_boxed()
+}
+
+/// Adds to a campaign's counts and completes it when every written message has left the queue.
+pub(crate) async fn count(
+    conn: &mut store::Conn,
+    campaign: i64,
+    sent: i32,
+    failed: i32,
+    now: OffsetDateTime,
+) -> Result<(), Error> {
+    diesel::update(campaigns::table.find(campaign))
+        .set((
+            campaigns::sent_count.eq(campaigns::sent_count + sent),
+            campaigns::failed_count.eq(campaigns::failed_count + failed),
+            campaigns::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await?;
+    complete_if_done(conn, campaign, now).await
+}
+
+/// contract: running -> completed when all recipient jobs are dispatched.
+async fn complete_if_done(conn: &mut store::Conn, campaign: i64, now: OffsetDateTime) -> Result<(), Error> {
+    let done: Option<CampaignRow> = diesel::update(
+        campaigns::table
+            .find(campaign)
+            .filter(campaigns::status.eq("running"))
+            .filter(campaigns::last_contact_id.is_not_null())
+            .filter(campaigns::cursor.nullable().ge(campaigns::last_contact_id))
+            .filter((campaigns::sent_count + campaigns::failed_count).ge(campaigns::dispatched)),
+    )
+    .set((
+        campaigns::status.eq("completed"),
+        campaigns::completed_at.eq(now),
+        campaigns::updated_at.eq(now),
+        campaigns::total_recipients.eq(campaigns::dispatched),
+    ))
+    .returning(CampaignRow::as_returning())
+    .get_result(conn)
+    .await
+    .optional()?;
+    if let Some(row) = done {
+        emit(conn, "campaign.completed", row, now).await?;
+    }
+    Ok(())
+}
+
+impl MessagingService {
+    /// `POST /sms/campaign`: one campaign per active group found; unresolved ids are skipped,
+    /// none resolved is a 404. Without a usable route the campaign is created `cancelled`.
+    pub async fn create_campaigns(&self, caller: &Caller, req: CampaignRequest) -> Result<CampaignsCreated, Error> {
+        let tenant = caller.tenant_id;
+        too_long("contact_list_id", req.contact_list_id.as_deref(), 2_000)?;
+        too_long("message", req.message.as_deref(), 4_096)?;
+        too_long("sender_id", req.sender_id.as_deref(), 64)?;
+        too_long("name", req.name.as_deref(), 160)?;
+        too_long("schedule_time", req.schedule_time.as_deref(), 100)?;
+        let list = req.contact_list_id.as_deref().map(str::trim).filter(|l| !l.is_empty());
+        let Some(list) = list else {
+            return Err(Error::field("contact_list_id", "The contact_list_id field is required."));
+        };
+        let Some(message) = req.message.filter(|m| !m.trim().is_empty()) else {
+            return Err(Error::field("message", "The message field is required."));
+        };
+        let schedule = parse_schedule(req.schedule_time.as_deref())?;
+        let now = self.clock.now();
+        let due = schedule.filter(|at| *at > now);
+        let (mut ids, mut uids) = (Vec::new(), Vec::new());
+        let tokens = split_ids(list);
+        for token in &tokens {
+            match ::contacts::GroupRef::parse(token) {
+                Ok(::contacts::GroupRef::Id(id)) => ids.push(id),
+                Ok(::contacts::GroupRef::Uid(uid)) => uids.push(uid),
+                Err(_) => {}
+            }
+        }
+        let mut conn = self.conn().await?;
+        // contract: inactive groups count as unresolved (the issue); ids and uids of one group collapse
+        let mut groups: Vec<(i64, Uuid, String)> = contact_groups::table
+            .filter(contact_groups::tenant_id.eq(tenant.0))
+            .filter(contact_groups::status.eq("active"))
+            .filter(contact_groups::id.eq_any(&ids).or(contact_groups::uid.eq_any(&uids)))
+            .select((contact_groups::id, contact_groups::uid, contact_groups::name))
+            .load(&mut conn)
+            .await?;
+        if groups.is_empty() {
+            return Err(Error::not_found("Contact group"));
+        }
+        let position = |g: &(i64, Uuid, String)| {
+            tokens.iter().position(|t| *t == g.0.to_string() || Uuid::parse_str(t).is_ok_and(|u| u == g.1))
+        };
+        groups.sort_by_key(position);
+        let route = channels::route(&mut conn, tenant, req.sender_id.as_deref()).await?;
+        let rows = conn
+            .transaction(async |conn| {
+                let mut rows = Vec::new();
+                for (group_id, _, group_name) in groups {
+                    let (status, reason) = match (&route, due) {
+                        (None, _) => ("cancelled", Some(NO_ROUTE.to_owned())),
+                        (Some(_), Some(_)) => ("scheduled", None),
+                        (Some(_), None) => ("draft", None),
+                    };
+                    let total: i64 = eligible(tenant.0, group_id, 0, i64::MAX).count().get_result(conn).await?;
+                    let token = Uuid::new_v4();
+                    let row: CampaignRow = diesel::insert_into(campaigns::table)
+                        .values((
+                            campaigns::uid.eq(format!("cmp_{}", Uuid::new_v4().simple())),
+                            campaigns::tenant_id.eq(tenant.0),
+                            campaigns::name.eq(req
+                                .name
+                                .clone()
+                                .filter(|n| !n.trim().is_empty())
+                                .unwrap_or_else(|| group_name.clone())),
+                            campaigns::status.eq(status),
+                            campaigns::status_reason.eq(reason),
+                            campaigns::tenant_channel_id.eq(route.as_ref().map(|r: &Route| r.channel.id)),
+                            campaigns::channel_code.eq(route.as_ref().map(|r| r.channel.code.clone())),
+                            campaigns::message.eq(&message),
+                            campaigns::sender.eq(route.as_ref().and_then(|r| r.sender.clone())),
+                            campaigns::scheduled_at.eq(due),
+                            campaigns::contact_group_id.eq(group_id),
+                            campaigns::total_recipients.eq(i32::try_from(total).unwrap_or(i32::MAX)),
+                            campaigns::dispatch_token.eq(token),
+                            campaigns::created_at.eq(now),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await?;
+                    if status == "cancelled" {
+                        emit(conn, "campaign.failed", row.clone(), now).await?;
+                    } else {
+                        let job = DispatchCampaign { campaign_id: row.id, token };
+                        let options = Enqueue { tenant_id: Some(tenant), run_at: due, ..Default::default() };
+                        store::jobs::enqueue(conn, &job, options).await?;
+                    }
+                    rows.push(row);
+                }
+                Ok::<_, Error>(rows)
+            })
+            .await?;
+        let mut campaigns = Vec::with_capacity(rows.len());
+        for row in rows {
+            let group = group_summary(&mut conn, row.contact_group_id).await?;
+            campaigns.push(row.into_campaign(group));
+        }
+        Ok(CampaignsCreated { campaigns })
+    }
+
+    async fn campaign_row(
+        conn: &mut store::Conn,
+        tenant: TenantId,
+        campaign: &CampaignRef,
+    ) -> Result<CampaignRow, Error> {
+        let query =
+            campaigns::table.filter(campaigns::tenant_id.eq(tenant.0)).select(CampaignRow::as_select()).into_boxed();
+        let query = match campaign {
+            CampaignRef::Id(id) => query.filter(campaigns::id.eq(*id)),
+            CampaignRef::Uid(uid) => query.filter(campaigns::uid.eq(uid.clone())),
+        };
+        query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Campaign"))
+    }
+
+    /// `GET /campaign/{uid}/view`.
+    pub async fn campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
+        let mut conn = self.conn().await?;
+        let row = Self::campaign_row(&mut conn, caller.tenant_id, campaign).await?;
+        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        Ok(row.into_campaign(group))
+    }
+
+    /// `POST /campaign/{uid}/resume`: a paused campaign runs again with a new dispatch chain;
+    /// if the wallet still cannot pay, its next batch pauses it again.
+    pub async fn resume_campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
+        caller.require_issuer()?;
+        caller.require(Permission::SEND)?;
+        let now = self.clock.now();
+        let mut conn = self.conn().await?;
+        let tenant = caller.tenant_id;
+        let row = conn
+            .transaction(async |conn| {
+                let row = Self::campaign_row(conn, tenant, campaign).await?;
+                if row.status != "paused" {
+                    return Err(Error::conflict(format!(
+                        "Only a paused campaign can be resumed; this one is {}.",
+                        row.status
+                    )));
+                }
+                let token = Uuid::new_v4();
+                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
+                    .set((
+                        campaigns::status.eq("running"),
+                        campaigns::status_reason.eq(None::<String>),
+                        campaigns::dispatch_token.eq(token),
+                        campaigns::updated_at.eq(now),
+                    ))
+                    .returning(CampaignRow::as_returning())
+                    .get_result(conn)
+                    .await?;
+                let job = DispatchCampaign { campaign_id: row.id, token };
+                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
+                Ok(row)
+            })
+            .await?;
+        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        Ok(row.into_campaign(group))
+    }
+
+    /// `POST /campaign/{uid}/cancel`: stops dispatch; messages not yet handed to the provider
+    /// fail (refunded) and are never sent.
+    pub async fn cancel_campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
+        caller.require_issuer()?;
+        caller.require(Permission::SEND)?;
+        let now = self.clock.now();
+        let mut conn = self.conn().await?;
+        let tenant = caller.tenant_id;
+        let row = conn
+            .transaction(async |conn| {
+                let row = Self::campaign_row(conn, tenant, campaign).await?;
+                if row.status == "completed" || row.status == "cancelled" {
+                    return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
+                }
+                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
+                    .set((
+                        campaigns::status.eq("cancelled"),
+                        campaigns::status_reason.eq("Cancelled through the API."),
+                        campaigns::dispatch_token.eq(Uuid::new_v4()),
+                        campaigns::updated_at.eq(now),
+                    ))
+                    .returning(CampaignRow::as_returning())
+                    .get_result(conn)
+                    .await?;
+                let dropped: Vec<Message> = diesel::update(
+                    messages::table
+                        .filter(messages::campaign_id.eq(row.id))
+                        .filter(messages::status.eq_any(MessageEvent::Cancel.sources())),
+                )
+                .set((
+                    messages::status.eq(MessageEvent::Cancel.target().as_str()),
+                    messages::error_message.eq("The campaign was cancelled before this message was sent."),
+                    messages::updated_at.eq(now),
+                ))
+                .returning(Message::as_returning())
+                .get_results(conn)
+                .await?;
+                let refund: i64 = dropped.iter().map(|m| m.price_minor).sum();
+                accounts::wallet::refund(conn, tenant, refund, &format!("Refund of campaign {} (cancelled)", row.uid))
+                    .await?;
+                let changed: Vec<(Message, Delta)> = dropped.into_iter().map(|m| (m, Delta::Failed)).collect();
+                settle(conn, &changed, now).await?;
+                Self::campaign_row(conn, tenant, &CampaignRef::Id(row.id)).await
+            })
+            .await?;
+        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        Ok(row.into_campaign(group))
+    }
+
+    /// One step of a campaign's dispatch chain (see [`DispatchCampaign`]).
+    pub async fn dispatch_campaign(&self, campaign_id: i64, token: Uuid) -> Result<(), Error> {
+        let now = self.clock.now();
+        let config = self.config.clone();
+        let mut conn = self.conn().await?;
+        conn.transaction(async |conn| {
+            let row: Option<CampaignRow> = campaigns::table
+                .find(campaign_id)
+                .for_update()
+                .select(CampaignRow::as_select())
+                .first(conn)
+                .await
+                .optional()?;
+            let Some(mut row) = row else { return Ok(()) };
+            if row.dispatch_token != token || matches!(row.status.as_str(), "completed" | "cancelled") {
+                return Ok(());
+            }
+            let tenant = TenantId(row.tenant_id);
+            let Some(group) = row.contact_group_id else {
+                return cancel_for(conn, row, "The contact group was deleted.", now).await;
+            };
+            if row.status == "draft" || row.status == "scheduled" {
+                // contract: draft/scheduled -> running when dispatch starts (the path is ours)
+                let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
+                    Ok(Some(route)) => route,
+                    Ok(None) | Err(_) => return cancel_for(conn, row, NO_ROUTE, now).await,
+                };
+                let last: Option<i64> = contacts::table
+                    .filter(contacts::tenant_id.eq(tenant.0))
+                    .filter(contacts::group_id.eq(group))
+                    .select(diesel::dsl::max(contacts::id))
+                    .first(conn)
+                    .await?;
+                let last = last.unwrap_or(0);
+                let total: i64 = eligible(tenant.0, group, 0, last).count().get_result(conn).await?;
+                row = diesel::update(campaigns::table.find(row.id))
+                    .set((
+                        campaigns::status.eq("running"),
+                        campaigns::tenant_channel_id.eq(route.channel.id),
+                        campaigns::channel_code.eq(&route.channel.code),
+                        campaigns::last_contact_id.eq(last),
+                        campaigns::total_recipients.eq(i32::try_from(total).unwrap_or(i32::MAX)),
+                        campaigns::updated_at.eq(now),
+                    ))
+                    .returning(CampaignRow::as_returning())
+                    .get_result(conn)
+                    .await?;
+            }
+            let last = row.last_contact_id.unwrap_or(0);
+            let batch: Vec<(i64, String, String, String, String, serde_json::Value)> =
+                eligible(tenant.0, group, row.cursor, last)
+                    .order(contacts::id)
+                    .limit(config.campaign_batch)
+                    .select((
+                        contacts::id,
+                        contacts::name,
+                        contacts::country_code,
+                        contacts::phone_number,
+                        contacts::full_phone_number,
+                        contacts::custom_field_values,
+                    ))
+                    .load(conn)
+                    .await?;
+            let finished = (batch.len() as i64) < config.campaign_batch;
+            let template = Template::parse(&row.message);
+            let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
+            let empty = serde_json::Map::new();
+            let rows: Vec<NewMessage> = batch
+                .iter()
+                .map(|(id, name, country_code, phone_number, full, fields)| {
+                    let vars = ContactVars {
+                        name,
+                        country_code,
+                        phone_number,
+                        custom_fields: fields.as_object().unwrap_or(&empty),
+                    };
+                    let body = template.render(&vars);
+                    let estimate = crate::segments::estimate(&body);
+                    let recipient = format!("+{full}");
+                    NewMessage {
+                        uid: new_uid(),
+                        tenant_id: tenant.0,
+                        direction: "outbound",
+                        channel_type: "sms",
+                        tenant_channel_id: row.tenant_channel_id,
+                        channel_code: row.channel_code.clone(),
+                        sender: row.sender.clone(),
+                        price_minor: rates.price(&recipient) * i64::from(estimate.segments),
+                        recipient,
+                        body,
+                        status: "queued",
+                        media_url: None,
+                        media_type: None,
+                        error_message: None,
+                        gateway_message_id: None,
+                        segments: estimate.segments as i32,
+                        encoding: encoding_name(estimate.encoding),
+                        campaign_id: Some(row.id),
+                        contact_id: Some(*id),
+                        scheduled_at: None,
+                        created_at: now,
+                        updated_at: now,
+                    }
+                })
+                .collect();
+            let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
+            let note = format!("Campaign {}: {} message(s)", row.uid, rows.len());
+            if accounts::wallet::debit(conn, tenant, cost, &note).await?.is_err() {
+                // contract: a prepaid balance that cannot afford it pauses the campaign; it
+                // looks again periodically and after each top-up (docs/api.md)
+                diesel::update(campaigns::table.find(row.id))
+                    .set((
+                        campaigns::status.eq("paused"),
+                        campaigns::status_reason.eq("The prepaid balance cannot pay for the next batch."),
+                        campaigns::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                let job = DispatchCampaign { campaign_id: row.id, token };
+                let run_at =
+                    Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
+                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
+                    .await?;
+                return Ok(());
+            }
+            // A paused campaign that can pay again runs with a new chain, so that any other
+            // job holding the old token (a periodic check, a top-up) stops.
+            let token = if row.status == "paused" { Uuid::new_v4() } else { token };
+            let written = crate::send::insert(conn, &rows).await?;
+            let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
+            enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
+            let cursor = if finished { last } else { batch.last().map_or(last, |c| c.0) };
+            diesel::update(campaigns::table.find(row.id))
+                .set((
+                    campaigns::status.eq("running"),
+                    campaigns::status_reason.eq(None::<String>),
+                    campaigns::dispatch_token.eq(token),
+                    campaigns::cursor.eq(cursor),
+                    campaigns::dispatched.eq(campaigns::dispatched + i32::try_from(ids.len()).unwrap_or(i32::MAX)),
+                    campaigns::updated_at.eq(now),
+                ))
+                .execute(conn)
+                .await?;
+            if finished {
+                complete_if_done(conn, row.id, now).await?;
+            } else {
+                let job = DispatchCampaign { campaign_id: row.id, token };
+                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.
+async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now: OffsetDateTime) -> Result<(), Error> {
+    let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
+        .set((campaigns::status.eq("cancelled"), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
+        .returning(CampaignRow::as_returning())
+        .get_result(conn)
+        .await?;
+    emit(conn, "campaign.failed", row, now).await
+}
+
+/// After a top-up: every paused campaign of the tenant checks at once whether it can go on
+/// (besides its periodic check). Answers how many were nudged.
+pub async fn wallet_topped_up(conn: &mut store::Conn, tenant: TenantId) -> Result<usize, Error> {
+    let paused: Vec<(i64, Uuid)> = campaigns::table
+        .filter(campaigns::tenant_id.eq(tenant.0))
+        .filter(campaigns::status.eq("paused"))
+        .select((campaigns::id, campaigns::dispatch_token))
+        .load(conn)
+        .await?;
+    for (campaign_id, token) in &paused {
+        let job = DispatchCampaign { campaign_id: *campaign_id, token: *token };
+        store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
+    }
+    Ok(paused.len())
+}

@@ -1,0 +1,346 @@
+//! Dispatch: claim queued messages within the channel's throughput, hand them to the provider,
+//! record what it said. Used by the send job and by the inline attempt of a small send.
+//!
+//! A message is never handed to a provider twice by us: claiming is an atomic `queued` ->
+//! `processing` move, and a message found still `processing` after `stale_after` (its sender
+//! died during the provider call, outcome unknown) is failed, not resent (docs/api.md).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use futures_util::StreamExt;
+use kernel::{Error, TenantId};
+use providers::{OutboundSms, ReceiptStatus, SendError, SendOutcome};
+use serde::{Deserialize, Serialize};
+use store::jobs::{Enqueue, Job, JobContext, JobError};
+use time::{Duration, OffsetDateTime};
+
+use crate::channels::Channel;
+use crate::messages::Message;
+use crate::receipts::{ApplyReceipts, CheckDelivery, ReceiptItem};
+use crate::status::MessageEvent;
+use crate::{MessagingService, campaigns, channels};
+
+/// Sends a chunk of messages (written by a send or a campaign batch).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendMessages {
+    pub ids: Vec<i64>,
+}
+
+impl Job for SendMessages {
+    const NAME: &'static str = "messaging.send";
+    const MAX_ATTEMPTS: i32 = 8;
+    type State = MessagingService;
+
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        if let Some(later) = state.dispatch(&self.ids).await? {
+            let mut conn = store::connect(&ctx.pool).await?;
+            let options = Enqueue { tenant_id: ctx.tenant_id, run_at: Some(later.at), ..Default::default() };
+            store::jobs::enqueue(&mut conn, &SendMessages { ids: later.ids }, options).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Messages a dispatch left for later: scheduled, over the channel's throughput, or still
+/// being sent by someone else.
+#[derive(Debug, Clone)]
+pub struct Later {
+    pub ids: Vec<i64>,
+    pub at: OffsetDateTime,
+}
+
+const OUTCOME_UNKNOWN: &str =
+    "Send outcome unknown: the sender stopped during the provider call; not resent, to avoid a duplicate.";
+
+#[derive(QueryableByName)]
+struct Pending {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    tenant_channel_id: Option<i64>,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    scheduled_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = Timestamptz)]
+    updated_at: OffsetDateTime,
+}
+
+#[derive(QueryableByName)]
+struct Granted {
+    #[diesel(sql_type = Integer)]
+    granted: i32,
+}
+
+fn std_duration(d: std::time::Duration) -> Duration {
+    Duration::try_from(d).unwrap_or(Duration::MAX)
+}
+
+impl MessagingService {
+    /// Dispatches what is due among `ids`; answers what is left for later.
+    pub async fn dispatch(&self, ids: &[i64]) -> Result<Option<Later>, Error> {
+        let now = self.clock.now();
+        let stale_after = std_duration(self.config.stale_after);
+        let mut conn = self.conn().await?;
+        let stale: Vec<Message> = diesel::sql_query(
+            "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
+             WHERE id = ANY($3) AND status = 'processing' AND updated_at < $4 RETURNING *",
+        )
+        .bind::<Text, _>(OUTCOME_UNKNOWN)
+        .bind::<Timestamptz, _>(now)
+        .bind::<Array<BigInt>, _>(ids)
+        .bind::<Timestamptz, _>(now - stale_after)
+        .get_results(&mut conn)
+        .await?;
+        if !stale.is_empty() {
+            let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
+            conn.transaction(async |conn| settle(conn, &changed, now).await).await?;
+        }
+        let pending: Vec<Pending> = diesel::sql_query(
+            "SELECT id, tenant_channel_id, status, scheduled_at, updated_at FROM messages
+             WHERE id = ANY($1) AND status IN ('queued', 'processing') ORDER BY id",
+        )
+        .bind::<Array<BigInt>, _>(ids)
+        .get_results(&mut conn)
+        .await?;
+        let mut later = Vec::new();
+        let mut later_at: Option<OffsetDateTime> = None;
+        let mut defer = |id: i64, at: OffsetDateTime, later: &mut Vec<i64>| {
+            later.push(id);
+            later_at = Some(later_at.map_or(at, |l| l.min(at)));
+        };
+        let mut by_channel: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for p in pending {
+            match (p.status.as_str(), p.scheduled_at, p.tenant_channel_id) {
+                // someone else is sending it; look again once it would count as stale
+                ("processing", _, _) => defer(p.id, p.updated_at + stale_after, &mut later),
+                (_, Some(at), _) if at > now => defer(p.id, at, &mut later),
+                (_, _, Some(channel)) => by_channel.entry(channel).or_default().push(p.id),
+                (_, _, None) => tracing::error!(message = p.id, "a queued message without a channel"),
+            }
+        }
+        let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
+        for (channel_id, ids) in by_channel {
+            let channel = channels::get(&mut conn, channel_id).await?;
+            let granted = self.take(&mut conn, &channel, ids.len(), now).await?;
+            for id in &ids[granted..] {
+                defer(*id, next_second, &mut later);
+            }
+            let claimed = claim(&mut conn, &ids[..granted], now).await?;
+            if claimed.is_empty() {
+                continue;
+            }
+            let results = self.hand_over(&channel, claimed).await;
+            self.record(&mut conn, &channel, results).await?;
+        }
+        Ok(later_at.map(|at| Later { ids: later, at }))
+    }
+
+    /// Sends allowed for `channel` this second, out of `want`.
+    async fn take(
+        &self,
+        conn: &mut store::Conn,
+        channel: &Channel,
+        want: usize,
+        now: OffsetDateTime,
+    ) -> Result<usize, Error> {
+        if channel.status != "active" {
+            // A disabled channel sends nothing; its messages wait for it, as a deferral.
+            return Ok(0);
+        }
+        let second = now.replace_nanosecond(0).unwrap_or(now);
+        let granted: Granted = diesel::sql_query("SELECT channel_take($1, $2, $3, $4) AS granted")
+            .bind::<BigInt, _>(channel.id)
+            .bind::<Timestamptz, _>(second)
+            .bind::<Integer, _>(i32::try_from(want).unwrap_or(i32::MAX))
+            .bind::<Integer, _>(channel.throughput_per_second)
+            .get_result(conn)
+            .await?;
+        Ok(usize::try_from(granted.granted).unwrap_or(0).min(want))
+    }
+
+    /// Calls the provider for each claimed message, a bounded number at a time. No database
+    /// connection is used meanwhile beyond the one the caller holds idle.
+    async fn hand_over(
+        &self,
+        channel: &Channel,
+        claimed: Vec<Message>,
+    ) -> Vec<(Message, Result<SendOutcome, SendError>)> {
+        let gateway = match self.gateways.sms(channel) {
+            Ok(gateway) => gateway,
+            Err(error) => {
+                let reason = SendError::Transport(error.message.clone());
+                return claimed.into_iter().map(|m| (m, Err(reason.clone()))).collect();
+            }
+        };
+        futures_util::stream::iter(claimed)
+            .map(|m| {
+                let gateway = gateway.clone();
+                async move {
+                    let sms =
+                        OutboundSms { reference: &m.uid, to: &m.recipient, from: m.sender.as_deref(), body: &m.body };
+                    let outcome = gateway.send(sms).await;
+                    (m, outcome)
+                }
+            })
+            .buffer_unordered(self.config.send_concurrency.max(1))
+            .collect()
+            .await
+    }
+
+    /// Writes the provider's answers: `sent` or `failed` (refunded), their events, campaign
+    /// counts, and the receipt and overdue-check jobs; all in one transaction.
+    async fn record(
+        &self,
+        conn: &mut store::Conn,
+        channel: &Channel,
+        results: Vec<(Message, Result<SendOutcome, SendError>)>,
+    ) -> Result<(), Error> {
+        let now = self.clock.now();
+        let (mut ok_ids, mut gids, mut costs) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bad_ids, mut reasons) = (Vec::new(), Vec::new());
+        let mut receipts: BTreeMap<std::time::Duration, Vec<ReceiptItem>> = BTreeMap::new();
+        for (message, outcome) in results {
+            match outcome {
+                Ok(SendOutcome::Accepted { provider_message_id, cost, receipt }) => {
+                    if let Some(receipt) = receipt
+                        && receipt.status != ReceiptStatus::Pending
+                    {
+                        let item = ReceiptItem::new(provider_message_id.clone(), &receipt.status);
+                        receipts.entry(receipt.after).or_default().push(item);
+                    }
+                    ok_ids.push(message.id);
+                    gids.push(provider_message_id);
+                    costs.push(cost);
+                }
+                Ok(SendOutcome::Refused { reason }) => {
+                    bad_ids.push(message.id);
+                    reasons.push(format!("Refused by the provider: {reason}"));
+                }
+                Err(error) => {
+                    bad_ids.push(message.id);
+                    reasons.push(format!("Send failed: {error}"));
+                }
+            }
+        }
+        let receipt_wait = std_duration(self.config.receipt_wait);
+        let channel_id = channel.id;
+        let tenant = TenantId(channel.tenant_id);
+        conn.transaction(async |conn| {
+            let sent: Vec<Message> = diesel::sql_query(
+                "UPDATE messages m SET status = 'sent', gateway_message_id = v.gid, provider_cost = v.cost,
+                        sent_at = $4, updated_at = $4
+                 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
+                 WHERE m.id = v.id AND m.status = ANY($5) RETURNING m.*",
+            )
+            .bind::<Array<BigInt>, _>(&ok_ids)
+            .bind::<Array<Text>, _>(&gids)
+            .bind::<Array<Nullable<Text>>, _>(&costs)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Array<Text>, _>(MessageEvent::Accept.sources())
+            .get_results(conn)
+            .await?;
+            let failed: Vec<Message> = diesel::sql_query(
+                "UPDATE messages m SET status = 'failed', error_message = v.reason, updated_at = $3
+                 FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
+                 WHERE m.id = v.id AND m.status = ANY($4) RETURNING m.*",
+            )
+            .bind::<Array<BigInt>, _>(&bad_ids)
+            .bind::<Array<Text>, _>(&reasons)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
+            .get_results(conn)
+            .await?;
+            // contract: a refused message is refunded
+            let refund: i64 = failed.iter().map(|m| m.price_minor).sum();
+            let note = format!("Refund of {} message(s) the provider did not take", failed.len());
+            accounts::wallet::refund(conn, tenant, refund, &note).await?;
+            let changed: Vec<(Message, Delta)> = sent
+                .into_iter()
+                .map(|m| (m, Delta::Sent))
+                .chain(failed.into_iter().map(|m| (m, Delta::Failed)))
+                .collect();
+            settle(conn, &changed, now).await?;
+            for (after, items) in std::mem::take(&mut receipts) {
+                let job = ApplyReceipts { channel_id, receipts: items };
+                let run_at = Some(now + std_duration(after));
+                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
+                    .await?;
+            }
+            let sent_ids: Vec<i64> = changed.iter().filter(|(_, d)| *d == Delta::Sent).map(|(m, _)| m.id).collect();
+            if !sent_ids.is_empty() {
+                let job = CheckDelivery { ids: sent_ids };
+                let run_at = Some(now + receipt_wait);
+                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
+                    .await?;
+            }
+            Ok::<_, Error>(())
+        })
+        .await
+    }
+}
+
+/// How a status change moves a campaign's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delta {
+    /// The provider took it: `sent_count` + 1.
+    Sent,
+    /// Failed before the provider took it: `failed_count` + 1.
+    Failed,
+    /// Taken, then a failed receipt: `sent_count` - 1, `failed_count` + 1.
+    SentThenFailed,
+    /// No change of counts (a delivery receipt).
+    None,
+}
+
+/// The consequences every status change shares: its event, and its campaign's counts.
+pub(crate) async fn settle(
+    conn: &mut store::Conn,
+    changed: &[(Message, Delta)],
+    now: OffsetDateTime,
+) -> Result<(), Error> {
+    let events = changed
+        .iter()
+        .map(|(m, _)| (TenantId(m.tenant_id), format!("message.{}", m.status), m.event_payload()))
+        .collect();
+    store::outbox::emit_many(conn, events, now).await?;
+    let mut counts: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    for (message, delta) in changed {
+        let Some(campaign) = message.campaign_id else { continue };
+        let entry = counts.entry(campaign).or_default();
+        match delta {
+            Delta::Sent => entry.0 += 1,
+            Delta::Failed => entry.1 += 1,
+            Delta::SentThenFailed => {
+                entry.0 -= 1;
+                entry.1 += 1;
+            }
+            Delta::None => {}
+        }
+    }
+    for (campaign, (sent, failed)) in counts {
+        campaigns::count(conn, campaign, sent, failed, now).await?;
+    }
+    Ok(())
+}
+
+/// Moves up to all of `ids` from `queued` to `processing`, skipping rows another sender holds.
+async fn claim(conn: &mut store::Conn, ids: &[i64], now: OffsetDateTime) -> Result<Vec<Message>, Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(diesel::sql_query(
+        "UPDATE messages SET status = 'processing', updated_at = $2
+         WHERE id IN (SELECT id FROM messages WHERE id = ANY($1) AND status = ANY($3) FOR UPDATE SKIP LOCKED)
+         RETURNING *",
+    )
+    .bind::<Array<BigInt>, _>(ids)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Array<Text>, _>(MessageEvent::Claim.sources())
+    .get_results(conn)
+    .await?)
+}

@@ -1,0 +1,222 @@
+//! The Message resource (contract: Message): its row, its public shape and how it is read.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use kernel::{Error, Page, PageRequest, TenantId};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::schema::{campaigns, messages};
+
+/// Messages per page by default (contract: list conventions).
+pub const PER_PAGE: i64 = 20;
+
+/// A message in a path: numeric id or public uid (contract: Identifiers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageRef {
+    Id(i64),
+    Uid(String),
+}
+
+impl MessageRef {
+    pub fn parse(raw: &str) -> Self {
+        match raw.parse::<i64>() {
+            Ok(id) => Self::Id(id),
+            Err(_) => Self::Uid(raw.to_owned()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Queryable, QueryableByName, Selectable, utoipa::ToSchema)]
+#[diesel(table_name = messages)]
+pub struct Message {
+    pub id: i64,
+    pub uid: String,
+    #[serde(skip)]
+    pub tenant_id: i64,
+    /// `inbound` or `outbound`.
+    pub direction: String,
+    /// `sms` or `chat`.
+    pub channel_type: String,
+    /// The channel the routing policy chose; not caller-selectable.
+    pub tenant_channel_id: Option<i64>,
+    pub channel_code: Option<String>,
+    pub sender: Option<String>,
+    /// E.164 with `+` for outbound messages (the input as given when it was not a number).
+    pub recipient: String,
+    pub body: String,
+    /// `queued`, `processing`, `sent`, `checking_delivery`, `delivered`, `read`, `failed`, `received`.
+    pub status: String,
+    pub media_url: Option<String>,
+    pub media_type: Option<String>,
+    pub gateway_message_id: Option<String>,
+    pub error_message: Option<String>,
+    pub metadata: Option<serde_json::Value>,
+    pub template_params: Option<serde_json::Value>,
+    /// Segment estimate (contract: Limits, segment estimates).
+    pub segments: i32,
+    /// `gsm7` or `ucs2`.
+    pub encoding: String,
+    /// What the wallet was charged, in minor units (refunded when the provider refuses it).
+    pub price_minor: i64,
+    #[serde(skip)]
+    pub campaign_id: Option<i64>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub scheduled_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub sent_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub delivered_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub read_at: Option<OffsetDateTime>,
+}
+
+impl Message {
+    /// The flat payload of the message events (contract: Payload shapes), plus `uid`,
+    /// `gateway_message_id` and `error_message`.
+    pub fn event_payload(&self) -> serde_json::Value {
+        serde_json::json!({
+            "message_id": self.id,
+            "uid": self.uid,
+            "direction": self.direction,
+            "sender": self.sender,
+            "recipient": self.recipient,
+            "status": self.status,
+            "body": self.body,
+            "media_url": self.media_url,
+            "channel_type": self.channel_type,
+            "gateway_message_id": self.gateway_message_id,
+            "error_message": self.error_message,
+        })
+    }
+}
+
+/// Writes one event per message, named after its status (`message.sent`...), in the caller's
+/// transaction.
+pub(crate) async fn emit(conn: &mut store::Conn, messages: &[Message], at: OffsetDateTime) -> Result<(), Error> {
+    for message in messages {
+        let name = format!("message.{}", message.status);
+        store::outbox::emit(conn, TenantId(message.tenant_id), &name, message.event_payload(), at).await?;
+    }
+    Ok(())
+}
+
+pub async fn get(conn: &mut store::Conn, tenant: TenantId, message: &MessageRef) -> Result<Message, Error> {
+    let query = messages::table.filter(messages::tenant_id.eq(tenant.0)).select(Message::as_select()).into_boxed();
+    let query = match message {
+        MessageRef::Id(id) => query.filter(messages::id.eq(*id)),
+        MessageRef::Uid(uid) => query.filter(messages::uid.eq(uid)),
+    };
+    query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Message"))
+}
+
+/// Filters of the message list (`GET /messages`).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MessageFilter {
+    pub status: Option<String>,
+    /// `inbound` or `outbound`.
+    pub direction: Option<String>,
+    /// `sms` or `chat`.
+    pub channel_type: Option<String>,
+    /// A phone number in any common form.
+    pub recipient: Option<String>,
+    /// Campaign uid or numeric id.
+    pub campaign: Option<String>,
+}
+
+pub async fn list(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    filter: &MessageFilter,
+    page: PageRequest,
+) -> Result<Page<Message>, Error> {
+    let nonempty = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+    let status = nonempty(&filter.status);
+    if let Some(status) = &status
+        && crate::status::MessageStatus::parse(status).is_none()
+    {
+        return Err(Error::field("status", "Unknown message status."));
+    }
+    let direction = nonempty(&filter.direction);
+    if direction.as_deref().is_some_and(|d| d != "inbound" && d != "outbound") {
+        return Err(Error::field("direction", "The direction must be inbound or outbound."));
+    }
+    let channel_type = nonempty(&filter.channel_type);
+    if channel_type.as_deref().is_some_and(|c| c != "sms" && c != "chat") {
+        return Err(Error::field("channel_type", "The channel_type must be sms or chat."));
+    }
+    let recipient = nonempty(&filter.recipient).map(|r| crate::recipients::normalize(&r).unwrap_or(r));
+    let campaign = match nonempty(&filter.campaign) {
+        None => None,
+        Some(raw) => {
+            let query = campaigns::table.filter(campaigns::tenant_id.eq(tenant.0)).select(campaigns::id).into_boxed();
+            let query = match raw.parse::<i64>() {
+                Ok(id) => query.filter(campaigns::id.eq(id)),
+                Err(_) => query.filter(campaigns::uid.eq(raw)),
+            };
+            // An unknown or foreign campaign matches nothing, like any other filter value.
+            Some(query.first::<i64>(conn).await.optional()?.unwrap_or(0))
+        }
+    };
+    let filtered = || {
+        let mut query = messages::table.filter(messages::tenant_id.eq(tenant.0)).into_boxed();
+        if let Some(status) = &status {
+            query = query.filter(messages::status.eq(status.clone()));
+        }
+        if let Some(direction) = &direction {
+            query = query.filter(messages::direction.eq(direction.clone()));
+        }
+        if let Some(channel_type) = &channel_type {
+            query = query.filter(messages::channel_type.eq(channel_type.clone()));
+        }
+        if let Some(recipient) = &recipient {
+            query = query.filter(messages::recipient.eq(recipient.clone()));
+        }
+        if let Some(campaign) = campaign {
+            query = query.filter(messages::campaign_id.eq(campaign));
+        }
+        query
+    };
+    let total: i64 = filtered().count().get_result(conn).await?;
+    let items = filtered()
+        .order(messages::id.desc())
+        .limit(page.per_page)
+        .offset(page.offset())
+        .select(Message::as_select())
+        .load(conn)
+        .await?;
+    Ok(Page::new(items, page, total))
+}
+
+impl crate::MessagingService {
+    /// `GET /sms/{uid}`: by uid or numeric id (contract: tenant credential only).
+    pub async fn message(&self, caller: &kernel::Caller, message: &MessageRef) -> Result<Message, Error> {
+        let mut conn = self.conn().await?;
+        get(&mut conn, caller.tenant_id, message).await
+    }
+
+    /// `GET /messages`, newest first (a route beyond the contract: it needs an issuer holding
+    /// `communications.messages.view`).
+    pub async fn messages(
+        &self,
+        caller: &kernel::Caller,
+        filter: &MessageFilter,
+        page: PageRequest,
+    ) -> Result<Page<Message>, Error> {
+        caller.require_issuer()?;
+        caller.require(kernel::Permission::MESSAGES_VIEW)?;
+        let mut conn = self.conn().await?;
+        list(&mut conn, caller.tenant_id, filter, page).await
+    }
+
+    /// `GET /sms/senders`: the usable sender identities.
+    pub async fn senders(&self, caller: &kernel::Caller) -> Result<Vec<crate::channels::Sender>, Error> {
+        let mut conn = self.conn().await?;
+        crate::channels::usable_senders(&mut conn, caller.tenant_id).await
+    }
+}

@@ -1,0 +1,371 @@
+//! `POST /sms/send` (contract: SMS send body): validate, route, price and bill, then write one
+//! message per recipient with its dispatch job in one transaction.
+
+use std::collections::BTreeMap;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::{Caller, Error, TenantId};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::channels::{RateCard, Route};
+use crate::dispatch::SendMessages;
+use crate::messages::Message;
+use crate::recipients::Recipient;
+use crate::schema::messages;
+use crate::segments::{Encoding, estimate};
+use crate::{MessagingService, blacklist, channels};
+
+/// What an empty message is replaced by (contract: "An empty message is replaced by a generic body").
+pub const GENERIC_BODY: &str = "(no message)";
+/// Distinct recipients one request may name; bigger audiences are what campaigns are for.
+pub const MAX_RECIPIENTS: usize = 10_000;
+
+/// The SMS send body. `tenant_channel_id` and unknown members are ignored.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct SendRequest {
+    /// Numbers separated by commas, semicolons or whitespace (at most 4,000 characters).
+    pub recipient: Option<String>,
+    /// More numbers; each entry at most 191 characters and may hold separators too.
+    pub recipients: Option<Vec<String>>,
+    /// An approved sender id, SMS-capable assigned number or active short code (at most 64).
+    pub sender_id: Option<String>,
+    /// The text (at most 4,096); wins over `body`.
+    pub message: Option<String>,
+    pub body: Option<String>,
+    /// `plain` (default), `text` or `sms` send an SMS; `chat` routes to chat. Wins over `type`.
+    pub message_type: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// ISO 8601 with an offset or `Z`; a future time queues the message until then.
+    pub schedule_time: Option<String>,
+    pub media_url: Option<String>,
+    pub media_type: Option<String>,
+}
+
+/// One message of a send's answer (contract: `data.messages[]`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SentMessage {
+    pub id: i64,
+    pub uid: String,
+    pub recipient: String,
+    pub status: String,
+    pub gateway_message_id: Option<String>,
+    pub error_message: Option<String>,
+    /// Segment estimate.
+    pub segments: i32,
+    /// `gsm7` or `ucs2`.
+    pub encoding: String,
+    pub price_minor: i64,
+}
+
+impl From<Message> for SentMessage {
+    fn from(m: Message) -> Self {
+        Self {
+            id: m.id,
+            uid: m.uid,
+            recipient: m.recipient,
+            status: m.status,
+            gateway_message_id: m.gateway_message_id,
+            error_message: m.error_message,
+            segments: m.segments,
+            encoding: m.encoding,
+            price_minor: m.price_minor,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SendResult {
+    pub messages: Vec<SentMessage>,
+}
+
+/// A send body that passed every rule.
+struct Checked {
+    recipients: Vec<Recipient>,
+    sender_id: Option<String>,
+    body: String,
+    schedule: Option<OffsetDateTime>,
+    media_url: Option<String>,
+    media_type: Option<String>,
+}
+
+fn too_long(errors: &mut BTreeMap<String, Vec<String>>, field: &str, value: Option<&str>, max: usize) {
+    if value.is_some_and(|v| v.chars().count() > max) {
+        errors
+            .entry(field.to_owned())
+            .or_default()
+            .push(format!("The {field} may not be greater than {max} characters."));
+    }
+}
+
+/// ISO 8601 with an offset or `Z` (contract: `schedule_time`); anything else is a 422.
+pub fn parse_schedule(raw: Option<&str>) -> Result<Option<OffsetDateTime>, Error> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else { return Ok(None) };
+    OffsetDateTime::parse(raw, &time::format_description::well_known::Iso8601::DEFAULT).map(Some).map_err(|_| {
+        Error::field(
+            "schedule_time",
+            "The schedule_time must be an ISO 8601 time with an offset or Z, like 2026-12-01T09:00:00+03:00.",
+        )
+    })
+}
+
+/// `plain`, `text`, `sms` mean SMS; `chat` is refused until a chat account exists.
+fn check_message_type(raw: Option<&str>) -> Result<(), Error> {
+    match raw.map(|t| t.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "plain" | "text" | "sms") => Ok(()),
+        Some("chat") => Err(Error::field("message_type", "No chat account is configured for this account.")),
+        Some(_) => Err(Error::field("message_type", "The message_type must be plain, text, sms or chat.")),
+    }
+}
+
+fn check(req: SendRequest) -> Result<Checked, Error> {
+    let mut errors = BTreeMap::new();
+    too_long(&mut errors, "recipient", req.recipient.as_deref(), 4_000);
+    for (i, entry) in req.recipients.iter().flatten().enumerate() {
+        too_long(&mut errors, &format!("recipients.{i}"), Some(entry), 191);
+    }
+    too_long(&mut errors, "sender_id", req.sender_id.as_deref(), 64);
+    too_long(&mut errors, "message", req.message.as_deref(), 4_096);
+    too_long(&mut errors, "body", req.body.as_deref(), 4_096);
+    too_long(&mut errors, "message_type", req.message_type.as_deref(), 60);
+    too_long(&mut errors, "type", req.kind.as_deref(), 60);
+    too_long(&mut errors, "schedule_time", req.schedule_time.as_deref(), 100);
+    too_long(&mut errors, "media_url", req.media_url.as_deref(), 2_048);
+    too_long(&mut errors, "media_type", req.media_type.as_deref(), 32);
+    if !errors.is_empty() {
+        return Err(Error::fields(errors));
+    }
+    check_message_type(req.message_type.as_deref().or(req.kind.as_deref()))?;
+    let schedule = parse_schedule(req.schedule_time.as_deref())?;
+    let recipients = crate::recipients::plan(req.recipient.as_deref(), req.recipients.as_deref().unwrap_or_default());
+    if recipients.is_empty() {
+        return Err(Error::field("recipient", "At least one recipient is required."));
+    }
+    if recipients.len() > MAX_RECIPIENTS {
+        return Err(Error::field(
+            "recipients",
+            format!("A send may name at most {MAX_RECIPIENTS} numbers; use a campaign for more."),
+        ));
+    }
+    if recipients.iter().all(|r| r.number.is_none()) {
+        return Err(Error::field("recipient", "No recipient is a valid phone number."));
+    }
+    // contract: `message` wins over `body`; an empty one counts as absent.
+    let nonempty = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    let body = nonempty(req.message).or(nonempty(req.body)).unwrap_or_else(|| GENERIC_BODY.to_owned());
+    Ok(Checked {
+        recipients,
+        sender_id: req.sender_id.filter(|s| !s.trim().is_empty()),
+        body,
+        schedule,
+        media_url: req.media_url.filter(|s| !s.is_empty()),
+        media_type: req.media_type.filter(|s| !s.is_empty()),
+    })
+}
+
+/// A message row about to be written.
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = messages)]
+pub(crate) struct NewMessage {
+    pub uid: String,
+    pub tenant_id: i64,
+    pub direction: &'static str,
+    pub channel_type: &'static str,
+    pub tenant_channel_id: Option<i64>,
+    pub channel_code: Option<String>,
+    pub sender: Option<String>,
+    pub recipient: String,
+    pub body: String,
+    pub status: &'static str,
+    pub media_url: Option<String>,
+    pub media_type: Option<String>,
+    pub error_message: Option<String>,
+    pub gateway_message_id: Option<String>,
+    pub segments: i32,
+    pub encoding: &'static str,
+    pub price_minor: i64,
+    pub campaign_id: Option<i64>,
+    pub contact_id: Option<i64>,
+    pub scheduled_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+pub(crate) fn new_uid() -> String {
+    format!("msg_{}", uuid::Uuid::new_v4().simple())
+}
+
+pub(crate) fn encoding_name(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Gsm7 => "gsm7",
+        Encoding::Ucs2 => "ucs2",
+    }
+}
+
+/// Writes messages in slices that stay under PostgreSQL's bind-parameter limit.
+pub(crate) async fn insert(conn: &mut store::Conn, rows: &[NewMessage]) -> Result<Vec<Message>, Error> {
+    let mut written = Vec::with_capacity(rows.len());
+    for slice in rows.chunks(2_000) {
+        let mut batch: Vec<Message> = diesel::insert_into(messages::table)
+            .values(slice)
+            .on_conflict_do_nothing()
+            .returning(Message::as_returning())
+            .get_results(conn)
+            .await?;
+        written.append(&mut batch);
+    }
+    Ok(written)
+}
+
+/// Queues dispatch of `ids` in chunks, in the caller's transaction.
+pub(crate) async fn enqueue_dispatch(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    ids: &[i64],
+    chunk: usize,
+    run_at: Option<OffsetDateTime>,
+) -> Result<(), Error> {
+    for ids in ids.chunks(chunk.max(1)) {
+        let job = SendMessages { ids: ids.to_vec() };
+        let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() };
+        store::jobs::enqueue(conn, &job, options).await?;
+    }
+    Ok(())
+}
+
+impl MessagingService {
+    /// `POST /sms/send`. Invalid and opted-out numbers and a missing route become `failed`
+    /// records (not charged); the rest are priced per segment and debited in one amount,
+    /// refused with 402 and nothing written when a prepaid wallet cannot pay it all.
+    pub async fn send(&self, caller: &Caller, req: SendRequest) -> Result<SendResult, Error> {
+        let checked = check(req)?;
+        let tenant = caller.tenant_id;
+        let now = self.clock.now();
+        let due = checked.schedule.filter(|at| *at > now);
+        let mut conn = self.conn().await?;
+        let config = self.config.clone();
+        let (messages, inline) = conn
+            .transaction(async |conn| {
+                let route = channels::route(conn, tenant, checked.sender_id.as_deref()).await?;
+                let numbers: Vec<String> = checked.recipients.iter().filter_map(|r| r.number.clone()).collect();
+                let opted_out = blacklist::listed(conn, tenant, &numbers).await?;
+                let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
+                let estimate = estimate(&checked.body);
+                let rows: Vec<NewMessage> = checked
+                    .recipients
+                    .iter()
+                    .map(|r| {
+                        let (status, error, price) = match (&r.number, &route) {
+                            (None, _) => ("failed", Some(format!("Invalid phone number: {}", r.input)), 0),
+                            (Some(n), _) if opted_out.contains(n) => {
+                                ("failed", Some("The number opted out of messages from this account.".to_owned()), 0)
+                            }
+                            (Some(_), None) => ("failed", Some(NO_ROUTE.to_owned()), 0),
+                            (Some(n), Some(_)) => ("queued", None, rates.price(n) * i64::from(estimate.segments)),
+                        };
+                        NewMessage {
+                            uid: new_uid(),
+                            tenant_id: tenant.0,
+                            direction: "outbound",
+                            channel_type: "sms",
+                            tenant_channel_id: route.as_ref().map(|r| r.channel.id),
+                            channel_code: route.as_ref().map(|r| r.channel.code.clone()),
+                            sender: route.as_ref().and_then(|r: &Route| r.sender.clone()),
+                            recipient: r.number.clone().unwrap_or_else(|| r.input.clone()),
+                            body: checked.body.clone(),
+                            status,
+                            media_url: checked.media_url.clone(),
+                            media_type: checked.media_type.clone(),
+                            error_message: error,
+                            gateway_message_id: None,
+                            segments: estimate.segments as i32,
+                            encoding: encoding_name(estimate.encoding),
+                            price_minor: price,
+                            campaign_id: None,
+                            contact_id: None,
+                            scheduled_at: due,
+                            created_at: now,
+                            updated_at: now,
+                        }
+                    })
+                    .collect();
+                let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
+                let note = format!("SMS send to {} recipient(s)", rows.len());
+                if let Err(short) = accounts::wallet::debit(conn, tenant, cost, &note).await? {
+                    return Err(insufficient(conn, tenant, short).await);
+                }
+                let messages = insert(conn, &rows).await?;
+                let failed: Vec<Message> = messages.iter().filter(|m| m.status == "failed").cloned().collect();
+                crate::messages::emit(conn, &failed, now).await?;
+                let queued: Vec<i64> = messages.iter().filter(|m| m.status == "queued").map(|m| m.id).collect();
+                // A small immediate send is tried before answering; its job waits a little, as
+                // the fallback should this process die mid-way.
+                let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
+                let run_at = match (due, inline) {
+                    (Some(at), _) => Some(at),
+                    (None, true) => Some(now + config.stale_after),
+                    (None, false) => None,
+                };
+                enqueue_dispatch(conn, tenant, &queued, config.send_chunk, run_at).await?;
+                Ok::<_, Error>((messages, inline.then_some(queued)))
+            })
+            .await?;
+        drop(conn);
+        let messages = match inline {
+            Some(ids) => self.send_inline(tenant, ids, messages).await,
+            None => messages,
+        };
+        Ok(SendResult { messages: messages.into_iter().map(SentMessage::from).collect() })
+    }
+
+    /// Dispatches right away, waiting up to the inline timeout; what is not done by then goes
+    /// on in the background and, should the process die, through the queued job.
+    async fn send_inline(&self, tenant: TenantId, ids: Vec<i64>, written: Vec<Message>) -> Vec<Message> {
+        let service = self.clone();
+        let task = tokio::spawn(async move { service.dispatch(&ids).await });
+        match tokio::time::timeout(self.config.inline_timeout, task).await {
+            Ok(Ok(Ok(_))) => {}
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "inline send failed; the queue takes over"),
+            Ok(Err(error)) => tracing::error!(%error, "inline send panicked; the queue takes over"),
+            Err(_) => tracing::info!("inline send still running; answering with the current state"),
+        }
+        let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
+        match self.reread(tenant, &ids).await {
+            Ok(messages) => messages,
+            Err(_) => written,
+        }
+    }
+
+    async fn reread(&self, tenant: TenantId, ids: &[i64]) -> Result<Vec<Message>, Error> {
+        let mut conn = self.conn().await?;
+        Ok(messages::table
+            .filter(messages::tenant_id.eq(tenant.0))
+            .filter(messages::id.eq_any(ids))
+            .order(messages::id)
+            .select(Message::as_select())
+            .load(&mut conn)
+            .await?)
+    }
+}
+
+/// Why a message failed before reaching any provider.
+pub const NO_ROUTE: &str = "No usable SMS route: the account has no active SMS channel.";
+
+/// The 402 of a prepaid wallet that cannot pay (docs/api.md).
+pub(crate) async fn insufficient(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    short: accounts::wallet::Shortfall,
+) -> Error {
+    let currency = accounts::wallet::get(conn, tenant).await.map(|w| w.currency).unwrap_or_default();
+    Error::payment_required(format!(
+        "Insufficient balance: this costs {} {currency} and the balance is {} {currency}.",
+        kernel::money::format_minor(short.needed_minor, &currency),
+        kernel::money::format_minor(short.balance_minor, &currency),
+    ))
+    .with_detail("cost_minor", short.needed_minor)
+    .with_detail("balance_minor", short.balance_minor)
+    .with_detail("currency", currency)
+}

@@ -1,0 +1,89 @@
+//! The messaging service: what REST, jobs, provider callbacks and the admin CLI all call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kernel::{Clock, Error};
+
+use crate::gateways::Gateways;
+
+/// Tunables, from the environment in the gateway (docs/operations.md).
+#[derive(Debug, Clone)]
+pub struct MessagingConfig {
+    /// Price of one segment when the tenant's rate card has no matching row.
+    pub default_price_minor: i64,
+    /// Sends with at most this many recipients are tried inline, before the answer.
+    pub inline_max: usize,
+    /// How long the answer waits for an inline send before leaving it to the queue.
+    pub inline_timeout: Duration,
+    /// A `sent` message without a receipt after this long moves to `checking_delivery`.
+    pub receipt_wait: Duration,
+    /// Contacts written per campaign dispatch job.
+    pub campaign_batch: i64,
+    /// Messages per send job.
+    pub send_chunk: usize,
+    /// Provider calls in flight per send job.
+    pub send_concurrency: usize,
+    /// How often a paused campaign checks whether the wallet can pay for its next batch.
+    pub paused_recheck: Duration,
+    /// A message left in `processing` this long belongs to a sender that died mid-call.
+    pub stale_after: Duration,
+    /// Inbound keywords that put the sender on the blacklist, and that take it off.
+    pub opt_out_keywords: Vec<String>,
+    pub opt_in_keywords: Vec<String>,
+}
+
+impl Default for MessagingConfig {
+    fn default() -> Self {
+        Self {
+            default_price_minor: 2_000,
+            inline_max: 5,
+            inline_timeout: Duration::from_secs(3),
+            receipt_wait: Duration::from_secs(3600),
+            campaign_batch: 1_000,
+            send_chunk: 500,
+            send_concurrency: 32,
+            paused_recheck: Duration::from_secs(60),
+            stale_after: Duration::from_secs(300),
+            // Twilio's standard opt-out and opt-in words.
+            opt_out_keywords: ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"].map(String::from).to_vec(),
+            opt_in_keywords: ["START", "UNSTOP", "YES"].map(String::from).to_vec(),
+        }
+    }
+}
+
+/// Cheap to clone: everything inside is shared.
+#[derive(Clone)]
+pub struct MessagingService {
+    pub(crate) pool: store::Pool,
+    pub(crate) clock: Clock,
+    pub(crate) gateways: Gateways,
+    pub(crate) config: Arc<MessagingConfig>,
+}
+
+impl MessagingService {
+    pub fn new(pool: store::Pool, clock: Clock, gateways: Gateways, config: MessagingConfig) -> Self {
+        Self { pool, clock, gateways, config: Arc::new(config) }
+    }
+
+    pub fn gateways(&self) -> &Gateways {
+        &self.gateways
+    }
+
+    pub fn config(&self) -> &MessagingConfig {
+        &self.config
+    }
+
+    pub(crate) async fn conn(&self) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool).await
+    }
+
+    /// Every job handler of this crate, for the worker's registry.
+    pub fn register_jobs(self: &Arc<Self>, registry: &mut store::jobs::Registry) {
+        registry
+            .register::<crate::dispatch::SendMessages>(self.clone())
+            .register::<crate::receipts::ApplyReceipts>(self.clone())
+            .register::<crate::receipts::CheckDelivery>(self.clone())
+            .register::<crate::campaigns::DispatchCampaign>(self.clone());
+    }
+}

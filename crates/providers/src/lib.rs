@@ -1,0 +1,25 @@
+//! Clients for the outside world (house rule 8). Each kind of provider is a trait with a real
+//! HTTP implementation (reqwest, base URL and credentials from configuration) and a sandbox
+//! that behaves like the real thing, so the service runs fully on a laptop.
+
+pub mod africastalking;
+pub mod sandbox;
+pub mod sms;
+
+pub use africastalking::{AfricasTalking, AfricasTalkingConfig};
+pub use sandbox::{Sandbox, SandboxConfig, SandboxOutcome, SandboxSms};
+pub use sms::{
+    CallbackError, DeliveryReceipt, InboundSms, OutboundSms, ReceiptStatus, ScheduledReceipt, SendError, SendOutcome,
+    SmsGateway,
+};
+
+/// The HTTP client every provider shares: one connection pool, rustls with ring, the system's
+/// roots. Per-request timeouts are set by each provider from its configuration.
+pub fn http_client() -> Result<reqwest::Client, String> {
+    // Installing twice is harmless; the first provider wins.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
