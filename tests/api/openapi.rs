@@ -19,6 +19,18 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/api/v3/contacts/{group_id}/search/{uid}", &["post"]),
     ("/api/v3/contacts/{group_id}/update/{uid}", &["patch"]),
     ("/api/v3/contacts/{group_id}/delete/{uid}", &["delete"]),
+    ("/api/v3/sms/send", &["post"]),
+    ("/api/v3/sms/{uid}", &["get"]),
+    ("/api/v3/sms/senders", &["get"]),
+    ("/api/v3/sms/campaign", &["post"]),
+    ("/api/v3/sms/blacklist", &["get", "post"]),
+    ("/api/v3/sms/blacklist/{number}", &["delete"]),
+    ("/api/v3/campaign/{uid}/view", &["get"]),
+    ("/api/v3/campaign/{uid}/resume", &["post"]),
+    ("/api/v3/campaign/{uid}/cancel", &["post"]),
+    ("/api/v3/messages", &["get"]),
+    ("/hooks/sms/{token}/delivery", &["post"]),
+    ("/hooks/sms/{token}/inbound", &["post"]),
 ];
 
 const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

@@ -71,6 +71,22 @@ pub async fn spawn_with(
     limiter: Limiter,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
+    build(limiter, MessagingConfig::default()).await
+}
+
+/// The app with the default limiter and other messaging tunables (a small campaign batch).
+pub async fn spawn_with_messaging(
+    config: MessagingConfig,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
+    build(Limiter::Memory(120), config).await
+}
+
+async fn build(
+    limiter: Limiter,
+    config: MessagingConfig,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
     let db = TestDb::new().await;
     let pool = db.pool();
     // Whole seconds, so rate-limit reset times are exact.
@@ -80,7 +96,7 @@ pub async fn spawn_with(
         Limiter::Memory(limit) => RateLimiter::Memory(MemoryLimiter::new(limit)),
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let messaging = messaging_service(pool.clone(), clock.clone(), MessagingConfig::default());
+    let messaging = messaging_service(pool.clone(), clock.clone(), config);
     let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone()).expect("state"));
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
     let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()));

@@ -25,6 +25,15 @@ pub async fn test(workspace: &Workspace, interrupts: &mut Interrupts, cargo_test
     let url = cluster.url("postgres");
     println!("xtask: test cluster at {url} (DATABASE_URL)");
 
+    // The crash tests run the real binary (kill it, start it again): build it first.
+    let mut build = workspace.cargo();
+    build.args(["build", "-p", "gateway", "--bin", "gateway"]);
+    let built = interrupts.run(&mut build).await?;
+    if !built.success() {
+        eprintln!("xtask: building the gateway failed ({built})");
+        return Ok(exit_code(built));
+    }
+
     let mut cargo = workspace.cargo();
     cargo.arg("test");
     // `--workspace` would override a `-p` of the caller's.
@@ -34,6 +43,7 @@ pub async fn test(workspace: &Workspace, interrupts: &mut Interrupts, cargo_test
     // Report every failing test binary, not only the first.
     cargo.arg("--no-fail-fast").args(cargo_test_args);
     cargo.env("DATABASE_URL", &url);
+    cargo.env("SVC_GATEWAY_BIN", workspace.target.join("debug").join("gateway"));
     let status = interrupts.run(&mut cargo).await?;
     if !status.success() {
         eprintln!("xtask: tests failed ({status})");

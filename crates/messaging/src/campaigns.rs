@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ::contacts::schema::{contact_groups, contacts};
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Permission, TenantId};
+use kernel::{Caller, Error, ErrorKind, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::OffsetDateTime;
@@ -494,7 +494,10 @@ impl MessagingService {
                 // contract: draft/scheduled -> running when dispatch starts (the path is ours)
                 let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
                     Ok(Some(route)) => route,
-                    Ok(None) | Err(_) => return cancel_for(conn, row, NO_ROUTE, now).await,
+                    Ok(None) => return cancel_for(conn, row, NO_ROUTE, now).await,
+                    // its sender identity is no longer usable
+                    Err(e) if e.kind == ErrorKind::Validation => return cancel_for(conn, row, &e.message, now).await,
+                    Err(e) => return Err(e),
                 };
                 let last: Option<i64> = contacts::table
                     .filter(contacts::tenant_id.eq(tenant.0))

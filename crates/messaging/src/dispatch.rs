@@ -53,6 +53,9 @@ pub struct Later {
     pub at: OffsetDateTime,
 }
 
+/// How long messages of a disabled channel wait before looking again.
+const DISABLED_RETRY: Duration = Duration::minutes(1);
+
 const OUTCOME_UNKNOWN: &str =
     "Send outcome unknown: the sender stopped during the provider call; not resent, to avoid a duplicate.";
 
@@ -126,6 +129,13 @@ impl MessagingService {
         let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
         for (channel_id, ids) in by_channel {
             let channel = channels::get(&mut conn, channel_id).await?;
+            if channel.status != "active" {
+                // A disabled channel sends nothing; its messages wait for it to come back.
+                for id in &ids {
+                    defer(*id, now + DISABLED_RETRY, &mut later);
+                }
+                continue;
+            }
             let granted = self.take(&mut conn, &channel, ids.len(), now).await?;
             for id in &ids[granted..] {
                 defer(*id, next_second, &mut later);
@@ -148,10 +158,6 @@ impl MessagingService {
         want: usize,
         now: OffsetDateTime,
     ) -> Result<usize, Error> {
-        if channel.status != "active" {
-            // A disabled channel sends nothing; its messages wait for it, as a deferral.
-            return Ok(0);
-        }
         let second = now.replace_nanosecond(0).unwrap_or(now);
         let granted: Granted = diesel::sql_query("SELECT channel_take($1, $2, $3, $4) AS granted")
             .bind::<BigInt, _>(channel.id)
