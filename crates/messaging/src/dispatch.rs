@@ -127,25 +127,30 @@ impl MessagingService {
             }
         }
         let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
+        drop(conn);
         for (channel_id, ids) in by_channel {
-            let channel = channels::get(&mut conn, channel_id).await?;
-            if channel.status != "active" {
-                // A disabled channel sends nothing; its messages wait for it to come back.
-                for id in &ids {
-                    defer(*id, now + DISABLED_RETRY, &mut later);
+            let (channel, claimed) = {
+                let mut conn = self.conn().await?;
+                let channel = channels::get(&mut conn, channel_id).await?;
+                if channel.status != "active" {
+                    // A disabled channel sends nothing; its messages wait for it to come back.
+                    for id in &ids {
+                        defer(*id, now + DISABLED_RETRY, &mut later);
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let granted = self.take(&mut conn, &channel, ids.len(), now).await?;
-            for id in &ids[granted..] {
-                defer(*id, next_second, &mut later);
-            }
-            let claimed = claim(&mut conn, &ids[..granted], now).await?;
+                let granted = self.take(&mut conn, &channel, ids.len(), now).await?;
+                for id in &ids[granted..] {
+                    defer(*id, next_second, &mut later);
+                }
+                (channel, claim(&mut conn, &ids[..granted], now).await?)
+            };
             if claimed.is_empty() {
                 continue;
             }
+            // No connection is held while the provider answers.
             let results = self.hand_over(&channel, claimed).await;
-            self.record(&mut conn, &channel, results).await?;
+            self.record_with_retries(&channel, results).await?;
         }
         Ok(later_at.map(|at| Later { ids: later, at }))
     }
@@ -169,8 +174,7 @@ impl MessagingService {
         Ok(usize::try_from(granted.granted).unwrap_or(0).min(want))
     }
 
-    /// Calls the provider for each claimed message, a bounded number at a time. No database
-    /// connection is used meanwhile beyond the one the caller holds idle.
+    /// Calls the provider for each claimed message, a bounded number at a time.
     async fn hand_over(
         &self,
         channel: &Channel,
@@ -196,6 +200,31 @@ impl MessagingService {
             .buffer_unordered(self.config.send_concurrency.max(1))
             .collect()
             .await
+    }
+
+    /// What the provider said is known only here: a failing write is tried again a few times
+    /// before the messages are left to the stale sweep (failed as "outcome unknown").
+    async fn record_with_retries(
+        &self,
+        channel: &Channel,
+        results: Vec<(Message, Result<SendOutcome, SendError>)>,
+    ) -> Result<(), Error> {
+        let mut attempt = 1;
+        loop {
+            let outcome = async {
+                let mut conn = self.conn().await?;
+                self.record(&mut conn, channel, results.clone()).await
+            }
+            .await;
+            match outcome {
+                Err(error) if attempt < 3 => {
+                    tracing::warn!(%error, attempt, "recording provider answers failed; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Writes the provider's answers: `sent` or `failed` (refunded), their events, campaign
