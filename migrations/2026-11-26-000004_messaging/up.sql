@@ -137,7 +137,8 @@ CREATE TABLE provider_callbacks (
     provider_message_id TEXT,
     provider_status     TEXT,
     message_id          BIGINT REFERENCES messages (id) ON DELETE SET NULL,
-    -- applied, late (the message had moved on), unknown (no such message) or invalid
+    -- applied, late (the message had moved on), unknown (no such message), duplicate (an
+    -- inbound message stored before) or invalid
     outcome             TEXT NOT NULL,
     body                TEXT NOT NULL,
     received_at         TIMESTAMPTZ NOT NULL

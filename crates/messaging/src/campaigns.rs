@@ -301,7 +301,11 @@ impl MessagingService {
             return Err(Error::not_found("Contact group"));
         }
         let position = |g: &(i64, Uuid, String)| {
-            tokens.iter().position(|t| *t == g.0.to_string() || Uuid::parse_str(t).is_ok_and(|u| u == g.1))
+            tokens.iter().position(|t| match ::contacts::GroupRef::parse(t) {
+                Ok(::contacts::GroupRef::Id(id)) => id == g.0,
+                Ok(::contacts::GroupRef::Uid(uid)) => uid == g.1,
+                Err(_) => false,
+            })
         };
         groups.sort_by_key(position);
         let route = channels::route(&mut conn, tenant, req.sender_id.as_deref()).await?;
@@ -393,7 +397,9 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {
+                // locked, so a dispatch step or a completion cannot change it under us
                 let row = Self::campaign_row(conn, tenant, campaign).await?;
+                let row = lock(conn, row.id).await?;
                 if row.status != "paused" {
                     return Err(Error::conflict(format!(
                         "Only a paused campaign can be resumed; this one is {}.",
@@ -430,7 +436,9 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {
+                // locked, so a dispatch step or a completion cannot change it under us
                 let row = Self::campaign_row(conn, tenant, campaign).await?;
+                let row = lock(conn, row.id).await?;
                 if row.status == "completed" || row.status == "cancelled" {
                     return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
                 }
@@ -625,6 +633,10 @@ impl MessagingService {
         })
         .await
     }
+}
+
+async fn lock(conn: &mut store::Conn, campaign: i64) -> Result<CampaignRow, Error> {
+    Ok(campaigns::table.find(campaign).for_update().select(CampaignRow::as_select()).first(conn).await?)
 }
 
 /// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.

@@ -227,8 +227,11 @@ pub struct Route {
 /// channel by priority, sending from that channel's first usable sender id. `None`: no route.
 pub async fn route(conn: &mut Conn, tenant: TenantId, sender_id: Option<&str>) -> Result<Option<Route>, Error> {
     if let Some(value) = sender_id.map(str::trim).filter(|v| !v.is_empty()) {
-        let matches: Vec<i64> =
+        let mut matches: Vec<i64> =
             usable(tenant).filter(senders::value.eq(value)).select(senders::channel_id).load(conn).await?;
+        // The same value twice on one channel (a sender id and a short code) is one route.
+        matches.sort_unstable();
+        matches.dedup();
         return match matches.as_slice() {
             [] => Err(Error::field(
                 "sender_id",
@@ -251,7 +254,12 @@ pub async fn route(conn: &mut Conn, tenant: TenantId, sender_id: Option<&str>) -
     // A sender id reads better on a handset than a number; then numbers, then short codes.
     let sender: Option<String> = usable(tenant)
         .filter(senders::channel_id.eq(channel.id))
-        .order((senders::kind, senders::id))
+        .order((
+            diesel::dsl::sql::<diesel::sql_types::Integer>(
+                "CASE type WHEN 'sender_id' THEN 0 WHEN 'phone_number' THEN 1 ELSE 2 END",
+            ),
+            senders::id,
+        ))
         .select(senders::value)
         .first(conn)
         .await

@@ -21,8 +21,9 @@ use time::{Duration, OffsetDateTime};
 use crate::channels::Channel;
 use crate::messages::Message;
 use crate::receipts::{ApplyReceipts, CheckDelivery, ReceiptItem};
+use crate::send::OPTED_OUT;
 use crate::status::MessageEvent;
-use crate::{MessagingService, campaigns, channels};
+use crate::{MessagingService, blacklist, campaigns, channels};
 
 /// Sends a chunk of messages (written by a send or a campaign batch).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,8 +149,17 @@ impl MessagingService {
             if claimed.is_empty() {
                 continue;
             }
+            // The consent ledger applies at sending time too: a number that opted out after
+            // its message was written is not sent to.
+            let (claimed, opted_out) = {
+                let mut conn = self.conn().await?;
+                let numbers: Vec<String> = claimed.iter().map(|m| m.recipient.clone()).collect();
+                let listed = blacklist::listed(&mut conn, TenantId(channel.tenant_id), &numbers).await?;
+                claimed.into_iter().partition::<Vec<_>, _>(|m| !listed.contains(&m.recipient))
+            };
             // No connection is held while the provider answers.
-            let results = self.hand_over(&channel, claimed).await;
+            let mut results = self.hand_over(&channel, claimed).await;
+            results.extend(opted_out.into_iter().map(|m| (m, Answer::OptedOut)));
             self.record_with_retries(&channel, results).await?;
         }
         Ok(later_at.map(|at| Later { ids: later, at }))
@@ -175,16 +185,12 @@ impl MessagingService {
     }
 
     /// Calls the provider for each claimed message, a bounded number at a time.
-    async fn hand_over(
-        &self,
-        channel: &Channel,
-        claimed: Vec<Message>,
-    ) -> Vec<(Message, Result<SendOutcome, SendError>)> {
+    async fn hand_over(&self, channel: &Channel, claimed: Vec<Message>) -> Vec<(Message, Answer)> {
         let gateway = match self.gateways.sms(channel) {
             Ok(gateway) => gateway,
             Err(error) => {
                 let reason = SendError::Transport(error.message.clone());
-                return claimed.into_iter().map(|m| (m, Err(reason.clone()))).collect();
+                return claimed.into_iter().map(|m| (m, Answer::Provider(Err(reason.clone())))).collect();
             }
         };
         futures_util::stream::iter(claimed)
@@ -194,7 +200,7 @@ impl MessagingService {
                     let sms =
                         OutboundSms { reference: &m.uid, to: &m.recipient, from: m.sender.as_deref(), body: &m.body };
                     let outcome = gateway.send(sms).await;
-                    (m, outcome)
+                    (m, Answer::Provider(outcome))
                 }
             })
             .buffer_unordered(self.config.send_concurrency.max(1))
@@ -204,11 +210,7 @@ impl MessagingService {
 
     /// What the provider said is known only here: a failing write is tried again a few times
     /// before the messages are left to the stale sweep (failed as "outcome unknown").
-    async fn record_with_retries(
-        &self,
-        channel: &Channel,
-        results: Vec<(Message, Result<SendOutcome, SendError>)>,
-    ) -> Result<(), Error> {
+    async fn record_with_retries(&self, channel: &Channel, results: Vec<(Message, Answer)>) -> Result<(), Error> {
         let mut attempt = 1;
         loop {
             let outcome = async {
@@ -233,7 +235,7 @@ impl MessagingService {
         &self,
         conn: &mut store::Conn,
         channel: &Channel,
-        results: Vec<(Message, Result<SendOutcome, SendError>)>,
+        results: Vec<(Message, Answer)>,
     ) -> Result<(), Error> {
         let now = self.clock.now();
         let (mut ok_ids, mut gids, mut costs) = (Vec::new(), Vec::new(), Vec::new());
@@ -241,7 +243,7 @@ impl MessagingService {
         let mut receipts: BTreeMap<std::time::Duration, Vec<ReceiptItem>> = BTreeMap::new();
         for (message, outcome) in results {
             match outcome {
-                Ok(SendOutcome::Accepted { provider_message_id, cost, receipt }) => {
+                Answer::Provider(Ok(SendOutcome::Accepted { provider_message_id, cost, receipt })) => {
                     if let Some(receipt) = receipt
                         && receipt.status != ReceiptStatus::Pending
                     {
@@ -252,13 +254,17 @@ impl MessagingService {
                     gids.push(provider_message_id);
                     costs.push(cost);
                 }
-                Ok(SendOutcome::Refused { reason }) => {
+                Answer::Provider(Ok(SendOutcome::Refused { reason })) => {
                     bad_ids.push(message.id);
                     reasons.push(format!("Refused by the provider: {reason}"));
                 }
-                Err(error) => {
+                Answer::Provider(Err(error)) => {
                     bad_ids.push(message.id);
                     reasons.push(format!("Send failed: {error}"));
+                }
+                Answer::OptedOut => {
+                    bad_ids.push(message.id);
+                    reasons.push(OPTED_OUT.to_owned());
                 }
             }
         }
@@ -290,7 +296,7 @@ impl MessagingService {
             .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
             .get_results(conn)
             .await?;
-            // contract: a refused message is refunded
+            // contract: a refused message is refunded (and one never sent costs nothing)
             let refund: i64 = failed.iter().map(|m| m.price_minor).sum();
             let note = format!("Refund of {} message(s) the provider did not take", failed.len());
             accounts::wallet::refund(conn, tenant, refund, &note).await?;
@@ -317,6 +323,14 @@ impl MessagingService {
         })
         .await
     }
+}
+
+/// What became of a claimed message.
+#[derive(Debug, Clone)]
+enum Answer {
+    Provider(Result<SendOutcome, SendError>),
+    /// Its number joined the blacklist after the message was written: not sent.
+    OptedOut,
 }
 
 /// How a status change moves a campaign's counts.

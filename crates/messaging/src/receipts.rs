@@ -259,6 +259,30 @@ impl MessagingService {
                 return Err(Error::validation(format!("The incoming message could not be read: {error}")));
             }
         };
+        // A provider retrying a callback it thinks we missed: the message is stored once.
+        if let Some(gid) = &sms.provider_message_id {
+            let stored: Option<Message> = messages::table
+                .filter(messages::tenant_channel_id.eq(channel.id))
+                .filter(messages::direction.eq("inbound"))
+                .filter(messages::gateway_message_id.eq(gid))
+                .select(Message::as_select())
+                .first(&mut conn)
+                .await
+                .optional()?;
+            if let Some(stored) = stored {
+                let entry = Logged {
+                    channel_id: channel.id,
+                    kind: "inbound",
+                    provider_message_id: Some(gid),
+                    provider_status: None,
+                    message_id: Some(stored.id),
+                    outcome: "duplicate",
+                    body,
+                };
+                log(&mut conn, entry, now).await?;
+                return Ok(stored);
+            }
+        }
         let from = crate::recipients::normalize(&sms.from).unwrap_or_else(|| sms.from.clone());
         let keyword = keyword(&sms.text);
         let opt_out = keyword.as_ref().is_some_and(|k| self.config.opt_out_keywords.iter().any(|w| w == k));

@@ -58,6 +58,9 @@ pub struct SentMessage {
     /// `gsm7` or `ucs2`.
     pub encoding: String,
     pub price_minor: i64,
+    /// When a scheduled message will be sent.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub scheduled_at: Option<OffsetDateTime>,
 }
 
 impl From<Message> for SentMessage {
@@ -72,6 +75,7 @@ impl From<Message> for SentMessage {
             segments: m.segments,
             encoding: m.encoding,
             price_minor: m.price_minor,
+            scheduled_at: m.scheduled_at,
         }
     }
 }
@@ -112,11 +116,12 @@ pub fn parse_schedule(raw: Option<&str>) -> Result<Option<OffsetDateTime>, Error
 }
 
 /// `plain`, `text`, `sms` mean SMS; `chat` is refused until a chat account exists.
-fn check_message_type(raw: Option<&str>) -> Result<(), Error> {
+/// `field` names the member the value came from (`message_type`, or its alias `type`).
+fn check_message_type(field: &str, raw: Option<&str>) -> Result<(), Error> {
     match raw.map(|t| t.trim().to_ascii_lowercase()).as_deref() {
         None | Some("" | "plain" | "text" | "sms") => Ok(()),
-        Some("chat") => Err(Error::field("message_type", "No chat account is configured for this account.")),
-        Some(_) => Err(Error::field("message_type", "The message_type must be plain, text, sms or chat.")),
+        Some("chat") => Err(Error::field(field, "No chat account is configured for this account.")),
+        Some(_) => Err(Error::field(field, format!("The {field} must be plain, text, sms or chat."))),
     }
 }
 
@@ -137,7 +142,10 @@ fn check(req: SendRequest) -> Result<Checked, Error> {
     if !errors.is_empty() {
         return Err(Error::fields(errors));
     }
-    check_message_type(req.message_type.as_deref().or(req.kind.as_deref()))?;
+    match (&req.message_type, &req.kind) {
+        (Some(kind), _) => check_message_type("message_type", Some(kind))?,
+        (None, kind) => check_message_type("type", kind.as_deref())?,
+    }
     let schedule = parse_schedule(req.schedule_time.as_deref())?;
     let recipients = crate::recipients::plan(req.recipient.as_deref(), req.recipients.as_deref().unwrap_or_default());
     if recipients.is_empty() {
@@ -259,9 +267,7 @@ impl MessagingService {
                     .map(|r| {
                         let (status, error, price) = match (&r.number, &route) {
                             (None, _) => ("failed", Some(format!("Invalid phone number: {}", r.input)), 0),
-                            (Some(n), _) if opted_out.contains(n) => {
-                                ("failed", Some("The number opted out of messages from this account.".to_owned()), 0)
-                            }
+                            (Some(n), _) if opted_out.contains(n) => ("failed", Some(OPTED_OUT.to_owned()), 0),
                             (Some(_), None) => ("failed", Some(NO_ROUTE.to_owned()), 0),
                             (Some(n), Some(_)) => ("queued", None, rates.price(n) * i64::from(estimate.segments)),
                         };
@@ -326,7 +332,13 @@ impl MessagingService {
         let service = self.clone();
         let task = tokio::spawn(async move { service.dispatch(&ids).await });
         match tokio::time::timeout(self.config.inline_timeout, task).await {
-            Ok(Ok(Ok(_))) => {}
+            Ok(Ok(Ok(None))) => {}
+            // held back by the channel's throughput: the queue sends them when it allows
+            Ok(Ok(Ok(Some(later)))) => {
+                if let Err(error) = self.enqueue_later(tenant, later).await {
+                    tracing::warn!(%error, "queueing deferred messages failed; the fallback job sends them");
+                }
+            }
             Ok(Ok(Err(error))) => tracing::warn!(%error, "inline send failed; the queue takes over"),
             Ok(Err(error)) => tracing::error!(%error, "inline send panicked; the queue takes over"),
             Err(_) => tracing::info!("inline send still running; answering with the current state"),
@@ -336,6 +348,14 @@ impl MessagingService {
             Ok(messages) => messages,
             Err(_) => written,
         }
+    }
+
+    async fn enqueue_later(&self, tenant: TenantId, later: crate::dispatch::Later) -> Result<(), Error> {
+        let mut conn = self.conn().await?;
+        let job = SendMessages { ids: later.ids };
+        let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
+        store::jobs::enqueue(&mut conn, &job, options).await?;
+        Ok(())
     }
 
     async fn reread(&self, tenant: TenantId, ids: &[i64]) -> Result<Vec<Message>, Error> {
@@ -349,6 +369,9 @@ impl MessagingService {
             .await?)
     }
 }
+
+/// Why a message to a blacklisted number failed.
+pub const OPTED_OUT: &str = "The number opted out of messages from this account.";
 
 /// Why a message failed before reaching any provider.
 pub const NO_ROUTE: &str = "No usable SMS route: the account has no active SMS channel.";

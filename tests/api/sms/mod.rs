@@ -1,7 +1,15 @@
 //! SMS messaging and campaigns (issue 3): sending, routing, billing, receipts, inbound,
 //! opt-out and campaigns, through HTTP against PostgreSQL with the sandbox provider.
 
+mod billing;
+mod campaigns;
+mod crash;
+mod hooks;
+mod lifecycle;
+mod reading;
 mod send;
+mod send_rules;
+mod support;
 
 use api_tests::{Account, TestApp};
 use kernel::TenantId;
