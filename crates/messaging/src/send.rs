@@ -298,10 +298,6 @@ impl MessagingService {
                     })
                     .collect();
                 let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
-                let note = format!("SMS send to {} recipient(s)", rows.len());
-                if let Err(short) = accounts::wallet::debit(conn, tenant, cost, &note).await? {
-                    return Err(insufficient(conn, tenant, short).await);
-                }
                 let messages = insert(conn, &rows).await?;
                 let failed: Vec<Message> = messages.iter().filter(|m| m.status == "failed").cloned().collect();
                 crate::messages::emit(conn, &failed, now).await?;
@@ -315,6 +311,12 @@ impl MessagingService {
                     (None, false) => None,
                 };
                 enqueue_dispatch(conn, tenant, &queued, config.send_chunk, run_at).await?;
+                // Last, so the wallet row is locked only until the commit that follows: the
+                // account's concurrent sends queue on it for as short a time as possible.
+                let note = format!("SMS send to {} recipient(s)", rows.len());
+                if let Err(short) = accounts::wallet::debit(conn, tenant, cost, &note).await? {
+                    return Err(insufficient(conn, tenant, short).await);
+                }
                 Ok::<_, Error>((messages, inline.then_some(queued)))
             })
             .await?;
