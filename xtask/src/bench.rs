@@ -1,13 +1,16 @@
 //! `cargo xtask bench [--quick]`: the speed and memory targets (design conventions,
 //! "Performance"). In one run: build the release gateway, start a fresh PostgreSQL in
-//! target/bench-postgres, migrate, make a tenant, user and key, load 100,000 contacts through
-//! the API, then for each workload start a fresh gateway, drive it with concurrent connections,
-//! run the same statements as raw SQL against the same database, and report both side by
-//! side: a Markdown table on stdout and the same numbers in target/bench/latest.json.
+//! target/bench-postgres, migrate, make a tenant, user and key, give the tenant a sandbox SMS
+//! channel, a sender id, a rate and wallet credit, load 100,000 contacts through the API, then
+//! for each workload start a fresh gateway, drive it with concurrent connections, run the same
+//! statements as raw SQL against the same database, and report both side by side: a Markdown
+//! table on stdout and the same numbers in target/bench/latest.json. The campaign workload is
+//! one long operation on each side instead (see [`campaign`]).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
 mod api;
+mod campaign;
 mod data;
 mod load;
 mod report;
@@ -31,7 +34,7 @@ use tokio::time::Instant;
 use self::api::Api;
 use self::load::{Measured, Timing, drive};
 use self::report::{Outcome, Report, WorkloadResult};
-use self::sql::Db;
+use self::sql::{Db, SmsRoute};
 use self::sys::{CpuMeter, Machine};
 use crate::pg::{self, Cluster, Server};
 use crate::process::{Interrupts, require_success};
@@ -52,6 +55,9 @@ const LOAD_BATCHES_PER_ANALYZE: usize = 20;
 
 const FULL: Timing = Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(20) };
 const QUICK: Timing = Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(3) };
+/// Contacts of the campaign workload's group, and with `--quick`.
+const CAMPAIGN_CONTACTS: u64 = 100_000;
+const QUICK_CAMPAIGN_CONTACTS: u64 = 10_000;
 
 /// What one operation of a workload does, on both sides.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -61,6 +67,9 @@ enum Work {
     SearchPage,
     Batch,
     MeSharedLimiter,
+    SmsSend,
+    /// One campaign on each side, timed whole (see [`campaign`]).
+    Campaign,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -85,6 +94,12 @@ pub struct Workload {
     pub connections: usize,
     /// The least API/raw ratio wanted, if the workload has a target.
     pub min_ratio: Option<f64>,
+    /// The p99 wanted, in ms, if the workload has a latency target.
+    pub max_p99_ms: Option<f64>,
+    /// The most the gateway may hold resident during the workload, in MB.
+    pub max_rss_mb: f64,
+    /// For the campaign: the longest it may take per 100,000 contacts, in seconds.
+    pub max_seconds: Option<f64>,
     /// What the raw-SQL side runs per operation.
     pub raw_sql: &'static str,
 }
@@ -95,13 +110,16 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 5] = [
+static WORKLOADS: [Workload; 7] = [
     Workload {
         number: 1,
         name: "GET /me",
         work: Work::Me,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.4),
+        max_p99_ms: Some(report::P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
         raw_sql: "authentication lookup (api_keys JOIN tenants LEFT JOIN users); tenant by id",
     },
     Workload {
@@ -110,6 +128,9 @@ static WORKLOADS: [Workload; 5] = [
         work: Work::CreateContact,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.7),
+        max_p99_ms: Some(report::P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
         raw_sql: "authentication lookup; group with default calling code; INSERT ... ON CONFLICT DO NOTHING RETURNING",
     },
     Workload {
@@ -118,6 +139,9 @@ static WORKLOADS: [Workload; 5] = [
         work: Work::SearchPage,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.4),
+        max_p99_ms: Some(report::P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
         raw_sql: "authentication lookup; group lookup; count(*) with name ILIKE; page of 100 with name ILIKE ORDER BY id DESC",
     },
     Workload {
@@ -126,6 +150,9 @@ static WORKLOADS: [Workload; 5] = [
         work: Work::Batch,
         connections: BATCH_CONNECTIONS,
         min_ratio: Some(0.7),
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
         raw_sql: "authentication lookup; group with default calling code; existing numbers (unnest JOIN); BEGIN; one 500-row INSERT; COMMIT",
     },
     Workload {
@@ -134,7 +161,35 @@ static WORKLOADS: [Workload; 5] = [
         work: Work::MeSharedLimiter,
         connections: report::CONNECTIONS,
         min_ratio: None,
+        max_p99_ms: Some(report::P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
         raw_sql: "as 1, plus SELECT * FROM rate_limit_hit(key_hash, now(), '1 minute', 100000000)",
+    },
+    Workload {
+        number: 6,
+        name: "SMS send, one recipient",
+        work: Work::SmsSend,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.5),
+        max_p99_ms: Some(25.0),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: "authentication lookup; BEGIN; UPDATE wallets (debit) RETURNING; INSERT wallet_ledger; \
+                  INSERT messages RETURNING id; INSERT jobs (messaging.send); COMMIT",
+    },
+    Workload {
+        number: 7,
+        name: "campaign",
+        work: Work::Campaign,
+        connections: 1,
+        min_ratio: None,
+        max_p99_ms: None,
+        max_rss_mb: 200.0,
+        max_seconds: Some(30.0),
+        raw_sql: "authentication lookup; BEGIN; INSERT campaigns; one INSERT messages ... SELECT ... FROM contacts \
+                  WHERE group_id with its jobs INSERT ... SELECT (chunks of 500) in the same statement; \
+                  UPDATE wallets (debit); INSERT wallet_ledger; UPDATE campaigns; COMMIT",
     },
 ];
 
@@ -148,9 +203,15 @@ struct Setup {
     addr: String,
     tenant: i64,
     key: String,
+    /// The tenant's sandbox SMS channel and sender id.
+    route: SmsRoute,
+    campaign_contacts: u64,
 }
 
 pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bool) -> Result<ExitCode> {
+    // reqwest is built without a default TLS provider (the gateway picks ring); the load
+    // generator speaks plain HTTP to 127.0.0.1, but building a client still needs one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // The load generator and the raw-SQL client share the two cores with the gateway and
     // PostgreSQL: a debug build of them would take CPU the measured side needs.
     if cfg!(debug_assertions) {
@@ -189,6 +250,7 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bo
     let user = ["admin", "user", "create", "--tenant", &tenant, "--name", "Bench", "--permissions", "all"];
     let user = admin(interrupts, command(&user)).await?;
     let key = admin(interrupts, command(&["admin", "key", "create", "--tenant", &tenant, "--issuer", &user])).await?;
+    let route = sms_account(interrupts, &command, &tenant).await?;
 
     let gateway_log = out_dir.join("gateway.log");
     fs::write(&gateway_log, "")?;
@@ -201,6 +263,8 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bo
         addr: format!("127.0.0.1:{}", pg::free_port()?),
         tenant: tenant.parse().map_err(|_| format!("`gateway admin tenant create` printed {tenant:?}, not an id"))?,
         key,
+        route,
+        campaign_contacts: if quick { QUICK_CAMPAIGN_CONTACTS } else { CAMPAIGN_CONTACTS },
     };
     let report = signals.or_stop(measure(&setup, timing)).await?;
     println!("\n{}", report.markdown());
@@ -227,6 +291,64 @@ async fn admin(interrupts: &mut Interrupts, mut cmd: Command) -> Result<String> 
     Ok(line.ok_or_else(|| format!("`{what}` printed nothing"))?.to_owned())
 }
 
+/// The tenant's way to send SMS, through the admin CLI: a sandbox channel whose throughput
+/// never defers a message, an approved sender id, a price per segment, and credit for every
+/// message of the run.
+async fn sms_account(
+    interrupts: &mut Interrupts,
+    command: &impl Fn(&[&str]) -> Command,
+    tenant: &str,
+) -> Result<SmsRoute> {
+    let throughput = data::SMS_THROUGHPUT.to_string();
+    let channel = [
+        "admin",
+        "channel",
+        "add",
+        "--tenant",
+        tenant,
+        "--kind",
+        "sms",
+        "--provider",
+        "sandbox",
+        "--code",
+        data::SMS_CHANNEL_CODE,
+        "--throughput",
+        &throughput,
+    ];
+    let channel = admin(interrupts, command(&channel)).await?;
+    let sender = [
+        "admin",
+        "sender",
+        "add",
+        "--tenant",
+        tenant,
+        "--channel",
+        data::SMS_CHANNEL_CODE,
+        "--type",
+        "sender_id",
+        "--value",
+        data::SMS_SENDER,
+    ];
+    admin(interrupts, command(&sender)).await?;
+    let credit = data::WALLET_CREDIT_MINOR.to_string();
+    let credit = ["admin", "wallet", "credit", "--tenant", tenant, "--amount-minor", &credit, "--note", "bench"];
+    admin(interrupts, command(&credit)).await?;
+    let price = data::SMS_PRICE_MINOR.to_string();
+    admin(interrupts, command(&["admin", "rate", "set", "--tenant", tenant, "--price-minor", &price])).await?;
+    Ok(SmsRoute {
+        channel_id: channel
+            .parse()
+            .map_err(|_| format!("`gateway admin channel add` printed {channel:?}, not an id"))?,
+        code: data::SMS_CHANNEL_CODE.to_owned(),
+        sender: data::SMS_SENDER.to_owned(),
+    })
+}
+
+/// A setting of the gateway as the report shows it: the environment's value or the default.
+fn setting(name: &str, default: &str) -> String {
+    env::var(name).map_or_else(|_| format!("{default} (default)"), |v| v.trim().to_owned())
+}
+
 /// Serve, load, and run every workload on both sides.
 async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
     let api = Arc::new(Api::new(&setup.addr, &setup.key, report::CONNECTIONS)?);
@@ -245,10 +367,14 @@ async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
 
     let mut outcomes = Vec::new();
     for workload in &WORKLOADS {
+        let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
+        if workload.work == Work::Campaign {
+            outcomes.push(run.campaign(workload).await?);
+            continue;
+        }
         // A fresh gateway per workload: its pool starts as new as the raw side's connections,
         // with no plans cached by earlier work, and its VmHWM is this workload's peak.
         let gateway = Gateway::start(setup, workload.limiter(), &api).await?;
-        let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
         let api_side = run.api_side(workload, &gateway).await?;
         let (raw, raw_cpu) = run.raw_side(workload, &gateway).await?;
         gateway.stop().await?;
@@ -259,6 +385,7 @@ async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
             rss_mb: api_side.rss_mb,
             api_cpu: api_side.cpu,
             raw_cpu,
+            campaign: None,
         });
     }
 
@@ -269,8 +396,15 @@ async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
         gateway: report::Gateway {
             http_workers: env::var("SVC_HTTP_WORKERS")
                 .unwrap_or_else(|_| format!("{} (default: one per core)", machine.cpus)),
-            db_pool_size: env::var("SVC_DB_POOL_SIZE").unwrap_or_else(|_| "16 (default)".to_owned()),
+            db_pool_size: setting("SVC_DB_POOL_SIZE", "16"),
             rate_limit_per_minute: RATE_LIMIT_PER_MINUTE,
+            worker_concurrency: setting("SVC_WORKER_CONCURRENCY", "8"),
+            sms_send_chunk: setting("SVC_SMS_SEND_CHUNK", "500"),
+            sms_send_concurrency: setting("SVC_SMS_SEND_CONCURRENCY", "32"),
+            sms_inline_max: setting("SVC_SMS_INLINE_MAX", "5"),
+            campaign_batch_size: setting("SVC_CAMPAIGN_BATCH_SIZE", "1000"),
+            sandbox_delivery_delay_ms: setting("SVC_SANDBOX_DELIVERY_DELAY_MS", "1000"),
+            sms_channel_throughput: data::SMS_THROUGHPUT,
         },
         machine,
         warmup_s: timing.warmup.as_secs_f64(),
@@ -348,13 +482,16 @@ impl Run<'_> {
             self.db.batch_execute("VACUUM ANALYZE contacts, contact_groups").await?;
         }
         self.db.batch_execute("TRUNCATE rate_limit_hits").await?;
+        // Work a run left queued runs on no later run: receipts due in a second, the fallback
+        // jobs of inline sends (due after the job lease), the raw side's rows.
+        self.db.execute("DELETE FROM jobs WHERE state = 'queued'", &[]).await?;
         self.db.batch_execute("CHECKPOINT").await?;
         Ok(match workload.work {
             Work::CreateContact | Work::Batch => {
                 self.api.create_group(&format!("bench: {}. {} ({side})", workload.number, workload.name)).await?
             }
             Work::SearchPage => self.loaded_group,
-            Work::Me | Work::MeSharedLimiter => 0,
+            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign => 0,
         })
     }
 
@@ -393,6 +530,14 @@ impl Run<'_> {
                 })
                 .await?
             }
+            Work::SmsSend => {
+                drive(&label, n, timing, move |op| {
+                    let api = Arc::clone(&api);
+                    async move { api.sms_send(op.seq).await }
+                })
+                .await?
+            }
+            Work::Campaign => return Err("the campaign runs as one operation (Run::campaign)".into()),
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         let rss_mb = sys::peak_rss_mb(gateway.pid).ok();
@@ -404,7 +549,8 @@ impl Run<'_> {
         let group = self.prepare(workload, "raw SQL").await?;
         let label = format!("{}. {} · raw SQL", workload.number, workload.name);
         let (n, timing) = (workload.connections, self.timing);
-        let db = Arc::new(Db::open(&self.setup.database_url, n, self.setup.tenant, self.key_hash).await?);
+        let (url, tenant, route) = (&self.setup.database_url, self.setup.tenant, &self.setup.route);
+        let db = Arc::new(Db::open(url, n, tenant, self.key_hash, route).await?);
         // The load tasks' handle; `db` keeps the connections, and so their backends' CPU time,
         // until the meter has read it.
         let conns = Arc::clone(&db);
@@ -445,6 +591,14 @@ impl Run<'_> {
                 })
                 .await?
             }
+            Work::SmsSend => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.sms_send(op.worker, op.seq).await }
+                })
+                .await?
+            }
+            Work::Campaign => return Err("the campaign runs as one operation (Run::campaign)".into()),
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         drop(db);

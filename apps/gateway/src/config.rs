@@ -82,7 +82,10 @@ impl Config {
             job_lease,
             public_url: var("SVC_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}")),
             provider_timeout: millis("SVC_PROVIDER_TIMEOUT_MS", 10_000)?,
-            sandbox: providers::SandboxConfig { delivery_delay: millis("SVC_SANDBOX_DELIVERY_DELAY_MS", 1_000)? },
+            sandbox: providers::SandboxConfig {
+                delivery_delay: millis("SVC_SANDBOX_DELIVERY_DELAY_MS", 1_000)?,
+                keep: parsed("SVC_SANDBOX_KEEP", providers::sandbox::DEFAULT_KEEP)?,
+            },
             messaging: messaging_config(job_lease)?,
         })
     }

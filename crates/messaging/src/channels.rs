@@ -227,17 +227,27 @@ pub struct Route {
 /// channel by priority, sending from that channel's first usable sender id. `None`: no route.
 pub async fn route(conn: &mut Conn, tenant: TenantId, sender_id: Option<&str>) -> Result<Option<Route>, Error> {
     if let Some(value) = sender_id.map(str::trim).filter(|v| !v.is_empty()) {
-        let mut matches: Vec<i64> =
-            usable(tenant).filter(senders::value.eq(value)).select(senders::channel_id).load(conn).await?;
+        // One query: the identity's channel along with it (this is on every send's path).
+        let mut matches: Vec<Channel> = senders::table
+            .inner_join(channels::table)
+            .filter(senders::tenant_id.eq(tenant.0))
+            .filter(senders::value.eq(value))
+            .filter(senders::status.eq("approved"))
+            .filter(senders::sms_capable)
+            .filter(channels::kind.eq("sms"))
+            .filter(channels::status.eq("active"))
+            .select(Channel::as_select())
+            .load(conn)
+            .await?;
         // The same value twice on one channel (a sender id and a short code) is one route.
-        matches.sort_unstable();
-        matches.dedup();
-        return match matches.as_slice() {
-            [] => Err(Error::field(
+        matches.sort_unstable_by_key(|c| c.id);
+        matches.dedup_by_key(|c| c.id);
+        return match matches.len() {
+            0 => Err(Error::field(
                 "sender_id",
                 "The sender_id is not an approved sender id, SMS-capable number or active short code of this account.",
             )),
-            [channel] => Ok(Some(Route { channel: get(conn, *channel).await?, sender: Some(value.to_owned()) })),
+            1 => Ok(matches.pop().map(|channel| Route { channel, sender: Some(value.to_owned()) })),
             _ => Err(Error::field("sender_id", "The sender_id names more than one sender identity of this account.")),
         };
     }

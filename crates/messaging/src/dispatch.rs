@@ -130,39 +130,70 @@ impl MessagingService {
         let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
         drop(conn);
         for (channel_id, ids) in by_channel {
-            let (channel, claimed) = {
-                let mut conn = self.conn().await?;
-                let channel = channels::get(&mut conn, channel_id).await?;
-                if channel.status != "active" {
-                    // A disabled channel sends nothing; its messages wait for it to come back.
-                    for id in &ids {
-                        defer(*id, now + DISABLED_RETRY, &mut later);
-                    }
-                    continue;
+            let channel = channels::get(&mut *self.conn().await?, channel_id).await?;
+            if channel.status != "active" {
+                // A disabled channel sends nothing; its messages wait for it to come back.
+                for id in &ids {
+                    defer(*id, now + DISABLED_RETRY, &mut later);
                 }
-                let granted = self.take(&mut conn, &channel, ids.len(), now).await?;
-                for id in &ids[granted..] {
-                    defer(*id, next_second, &mut later);
-                }
-                (channel, claim(&mut conn, &ids[..granted], now).await?)
-            };
-            if claimed.is_empty() {
                 continue;
             }
-            // The consent ledger applies at sending time too: a number that opted out after
-            // its message was written is not sent to.
-            let (claimed, opted_out) = {
+            let sent = self.send_on(&channel, &ids, now, Consent::Recheck).await?;
+            for id in sent.deferred {
+                defer(id, next_second, &mut later);
+            }
+        }
+        Ok(later_at.map(|at| Later { ids: later, at }))
+    }
+
+    /// The inline attempt of a send just written: its messages are queued on `channel` and were
+    /// checked against the blacklist a moment ago. Answers the messages as they now are (those
+    /// it touched) and what the channel's throughput held back.
+    pub(crate) async fn dispatch_fresh(
+        &self,
+        channel: &Channel,
+        ids: &[i64],
+    ) -> Result<(Vec<Message>, Option<Later>), Error> {
+        let now = self.clock.now();
+        let sent = self.send_on(channel, ids, now, Consent::Checked).await?;
+        let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
+        let later = (!sent.deferred.is_empty()).then_some(Later { ids: sent.deferred, at: next_second });
+        Ok((sent.recorded, later))
+    }
+
+    /// Claims what the channel's throughput allows of `ids` this second, hands it to the
+    /// provider and records the answers.
+    async fn send_on(
+        &self,
+        channel: &Channel,
+        ids: &[i64],
+        now: OffsetDateTime,
+        consent: Consent,
+    ) -> Result<Sent, Error> {
+        let (claimed, deferred) = {
+            let mut conn = self.conn().await?;
+            let granted = self.take(&mut conn, channel, ids.len(), now).await?;
+            (claim(&mut conn, &ids[..granted], now).await?, ids[granted..].to_vec())
+        };
+        if claimed.is_empty() {
+            return Ok(Sent { recorded: Vec::new(), deferred });
+        }
+        // The consent ledger applies at sending time too: a number that opted out after its
+        // message was written is not sent to.
+        let (claimed, opted_out) = match consent {
+            Consent::Checked => (claimed, Vec::new()),
+            Consent::Recheck => {
                 let mut conn = self.conn().await?;
                 let numbers: Vec<String> = claimed.iter().map(|m| m.recipient.clone()).collect();
                 let listed = blacklist::listed(&mut conn, TenantId(channel.tenant_id), &numbers).await?;
                 claimed.into_iter().partition::<Vec<_>, _>(|m| !listed.contains(&m.recipient))
-            };
-            // No connection is held while the provider answers.
-            let mut results = self.hand_over(&channel, claimed).await;
-            results.extend(opted_out.into_iter().map(|m| (m, Answer::OptedOut)));
-            self.record_with_retries(&channel, results).await?;
-        }
-        Ok(later_at.map(|at| Later { ids: later, at }))
+            }
+        };
+        // No connection is held while the provider answers.
+        let mut results = self.hand_over(channel, claimed).await;
+        results.extend(opted_out.into_iter().map(|m| (m, Answer::OptedOut)));
+        let recorded = self.record_with_retries(channel, results).await?;
+        Ok(Sent { recorded, deferred })
     }
 
     /// Sends allowed for `channel` this second, out of `want`.
@@ -210,7 +241,11 @@ impl MessagingService {
 
     /// What the provider said is known only here: a failing write is tried again a few times
     /// before the messages are left to the stale sweep (failed as "outcome unknown").
-    async fn record_with_retries(&self, channel: &Channel, results: Vec<(Message, Answer)>) -> Result<(), Error> {
+    async fn record_with_retries(
+        &self,
+        channel: &Channel,
+        results: Vec<(Message, Answer)>,
+    ) -> Result<Vec<Message>, Error> {
         let mut attempt = 1;
         loop {
             let outcome = async {
@@ -236,7 +271,7 @@ impl MessagingService {
         conn: &mut store::Conn,
         channel: &Channel,
         results: Vec<(Message, Answer)>,
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<Message>, Error> {
         let now = self.clock.now();
         let (mut ok_ids, mut gids, mut costs) = (Vec::new(), Vec::new(), Vec::new());
         let (mut bad_ids, mut reasons) = (Vec::new(), Vec::new());
@@ -272,30 +307,38 @@ impl MessagingService {
         let channel_id = channel.id;
         let tenant = TenantId(channel.tenant_id);
         conn.transaction(async |conn| {
-            let sent: Vec<Message> = diesel::sql_query(
-                "UPDATE messages m SET status = 'sent', gateway_message_id = v.gid, provider_cost = v.cost,
+            let sent: Vec<Message> = if ok_ids.is_empty() {
+                Vec::new()
+            } else {
+                diesel::sql_query(
+                    "UPDATE messages m SET status = 'sent', gateway_message_id = v.gid, provider_cost = v.cost,
                         sent_at = $4, updated_at = $4
                  FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
                  WHERE m.id = v.id AND m.status = ANY($5) RETURNING m.*",
-            )
-            .bind::<Array<BigInt>, _>(&ok_ids)
-            .bind::<Array<Text>, _>(&gids)
-            .bind::<Array<Nullable<Text>>, _>(&costs)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Array<Text>, _>(MessageEvent::Accept.sources())
-            .get_results(conn)
-            .await?;
-            let failed: Vec<Message> = diesel::sql_query(
-                "UPDATE messages m SET status = 'failed', error_message = v.reason, updated_at = $3
+                )
+                .bind::<Array<BigInt>, _>(&ok_ids)
+                .bind::<Array<Text>, _>(&gids)
+                .bind::<Array<Nullable<Text>>, _>(&costs)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Array<Text>, _>(MessageEvent::Accept.sources())
+                .get_results(conn)
+                .await?
+            };
+            let failed: Vec<Message> = if bad_ids.is_empty() {
+                Vec::new()
+            } else {
+                diesel::sql_query(
+                    "UPDATE messages m SET status = 'failed', error_message = v.reason, updated_at = $3
                  FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
                  WHERE m.id = v.id AND m.status = ANY($4) RETURNING m.*",
-            )
-            .bind::<Array<BigInt>, _>(&bad_ids)
-            .bind::<Array<Text>, _>(&reasons)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
-            .get_results(conn)
-            .await?;
+                )
+                .bind::<Array<BigInt>, _>(&bad_ids)
+                .bind::<Array<Text>, _>(&reasons)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
+                .get_results(conn)
+                .await?
+            };
             // contract: a refused message is refunded (and one never sent costs nothing)
             let refund: i64 = failed.iter().map(|m| m.price_minor).sum();
             let note = format!("Refund of {} message(s) the provider did not take", failed.len());
@@ -319,10 +362,25 @@ impl MessagingService {
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
                     .await?;
             }
-            Ok::<_, Error>(())
+            Ok::<_, Error>(changed.into_iter().map(|(m, _)| m).collect())
         })
         .await
     }
+}
+
+/// Whether claimed messages are checked against the blacklist again before sending.
+#[derive(Debug, Clone, Copy)]
+enum Consent {
+    Checked,
+    Recheck,
+}
+
+/// What one round of sending on a channel did.
+struct Sent {
+    /// The messages whose status changed, as they now are.
+    recorded: Vec<Message>,
+    /// Held back by the channel's throughput.
+    deferred: Vec<i64>,
 }
 
 /// What became of a claimed message.

@@ -9,7 +9,7 @@ use kernel::{Caller, Error, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::channels::{RateCard, Route};
+use crate::channels::{Channel, RateCard, Route};
 use crate::dispatch::SendMessages;
 use crate::messages::Message;
 use crate::recipients::Recipient;
@@ -317,12 +317,13 @@ impl MessagingService {
                 if let Err(short) = accounts::wallet::debit(conn, tenant, cost, &note).await? {
                     return Err(insufficient(conn, tenant, short).await);
                 }
-                Ok::<_, Error>((messages, inline.then_some(queued)))
+                let inline = inline.then(|| route.map(|r| (r.channel, queued))).flatten();
+                Ok::<_, Error>((messages, inline))
             })
             .await?;
         drop(conn);
         let messages = match inline {
-            Some(ids) => self.send_inline(tenant, ids, messages).await,
+            Some((channel, ids)) => self.send_inline(tenant, channel, ids, messages).await,
             None => messages,
         };
         Ok(SendResult { messages: messages.into_iter().map(SentMessage::from).collect() })
@@ -330,26 +331,39 @@ impl MessagingService {
 
     /// Dispatches right away, waiting up to the inline timeout; what is not done by then goes
     /// on in the background and, should the process die, through the queued job.
-    async fn send_inline(&self, tenant: TenantId, ids: Vec<i64>, written: Vec<Message>) -> Vec<Message> {
+    async fn send_inline(
+        &self,
+        tenant: TenantId,
+        channel: Channel,
+        ids: Vec<i64>,
+        written: Vec<Message>,
+    ) -> Vec<Message> {
         let service = self.clone();
-        let task = tokio::spawn(async move { service.dispatch(&ids).await });
-        match tokio::time::timeout(self.config.inline_timeout, task).await {
-            Ok(Ok(Ok(None))) => {}
-            // held back by the channel's throughput: the queue sends them when it allows
-            Ok(Ok(Ok(Some(later)))) => {
-                if let Err(error) = self.enqueue_later(tenant, later).await {
+        let task = tokio::spawn(async move { service.dispatch_fresh(&channel, &ids).await });
+        let recorded = match tokio::time::timeout(self.config.inline_timeout, task).await {
+            Ok(Ok(Ok((recorded, later)))) => {
+                // held back by the channel's throughput: the queue sends them when it allows
+                if let Some(later) = later
+                    && let Err(error) = self.enqueue_later(tenant, later).await
+                {
                     tracing::warn!(%error, "queueing deferred messages failed; the fallback job sends them");
                 }
+                recorded
             }
-            Ok(Ok(Err(error))) => tracing::warn!(%error, "inline send failed; the queue takes over"),
-            Ok(Err(error)) => tracing::error!(%error, "inline send panicked; the queue takes over"),
-            Err(_) => tracing::info!("inline send still running; answering with the current state"),
-        }
-        let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
-        match self.reread(tenant, &ids).await {
-            Ok(messages) => messages,
-            Err(_) => written,
-        }
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(%error, "inline send failed; the queue takes over");
+                Vec::new()
+            }
+            Ok(Err(error)) => {
+                tracing::error!(%error, "inline send panicked; the queue takes over");
+                Vec::new()
+            }
+            Err(_) => {
+                tracing::info!("inline send still running; answering with the current state");
+                return self.reread(tenant, &written).await;
+            }
+        };
+        written.into_iter().map(|m| recorded.iter().find(|r| r.id == m.id).cloned().unwrap_or(m)).collect()
     }
 
     async fn enqueue_later(&self, tenant: TenantId, later: crate::dispatch::Later) -> Result<(), Error> {
@@ -360,15 +374,21 @@ impl MessagingService {
         Ok(())
     }
 
-    async fn reread(&self, tenant: TenantId, ids: &[i64]) -> Result<Vec<Message>, Error> {
-        let mut conn = self.conn().await?;
-        Ok(messages::table
-            .filter(messages::tenant_id.eq(tenant.0))
-            .filter(messages::id.eq_any(ids))
-            .order(messages::id)
-            .select(Message::as_select())
-            .load(&mut conn)
-            .await?)
+    /// The messages as they are now (the written ones when reading fails).
+    async fn reread(&self, tenant: TenantId, written: &[Message]) -> Vec<Message> {
+        let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
+        let read = async {
+            let mut conn = self.conn().await?;
+            messages::table
+                .filter(messages::tenant_id.eq(tenant.0))
+                .filter(messages::id.eq_any(&ids))
+                .order(messages::id)
+                .select(Message::as_select())
+                .load(&mut conn)
+                .await
+                .map_err(Error::from)
+        };
+        read.await.unwrap_or_else(|_| written.to_vec())
     }
 }
 

@@ -2,7 +2,7 @@
 //! numbers, the last four digits of the recipient decide what happens, and everything it was
 //! asked to send is recorded so tests can look.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -13,9 +13,6 @@ use crate::sms::{
     SmsGateway,
 };
 
-/// The env variable that sets [`SandboxConfig::delivery_delay`] in milliseconds.
-pub const DELIVERY_DELAY_ENV: &str = "SVC_SANDBOX_DELIVERY_DELAY_MS";
-
 const REFUSED_REASON: &str = "Sandbox: numbers ending in 0001 are refused by the provider";
 const FAILED_REASON: &str = "Sandbox: numbers ending in 0003 fail delivery";
 
@@ -23,25 +20,17 @@ const FAILED_REASON: &str = "Sandbox: numbers ending in 0003 fail delivery";
 pub struct SandboxConfig {
     /// How long after acceptance the announced receipt arrives.
     pub delivery_delay: Duration,
+    /// How many recent messages the record keeps (a long-running sandbox must not grow
+    /// without bound); counts cover every message.
+    pub keep: usize,
 }
+
+/// Messages the record keeps by default: a few megabytes.
+pub const DEFAULT_KEEP: usize = 10_000;
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self { delivery_delay: Duration::from_millis(1000) }
-    }
-}
-
-impl SandboxConfig {
-    /// Reads `SVC_SANDBOX_DELIVERY_DELAY_MS`; unset or unparsable gives the default.
-    pub fn from_env() -> SandboxConfig {
-        Self::from_delay_ms(std::env::var(DELIVERY_DELAY_ENV).ok().as_deref())
-    }
-
-    fn from_delay_ms(value: Option<&str>) -> SandboxConfig {
-        match value.and_then(|v| v.trim().parse::<u64>().ok()) {
-            Some(ms) => SandboxConfig { delivery_delay: Duration::from_millis(ms) },
-            None => SandboxConfig::default(),
-        }
+        Self { delivery_delay: Duration::from_millis(1000), keep: DEFAULT_KEEP }
     }
 }
 
@@ -92,12 +81,33 @@ pub struct SandboxSms {
     pub outcome: SandboxOutcome,
 }
 
+/// Messages are numbered from 0 in the order asked; `messages[0]` is number `first`.
 #[derive(Default)]
 struct Record {
-    messages: Vec<SandboxSms>,
+    messages: VecDeque<SandboxSms>,
+    first: usize,
     by_reference: HashMap<String, usize>,
     by_id: HashMap<String, usize>,
     calls: usize,
+}
+
+impl Record {
+    fn get(&self, number: usize) -> Option<&SandboxSms> {
+        number.checked_sub(self.first).and_then(|i| self.messages.get(i))
+    }
+
+    /// Forgets the oldest messages beyond `keep`.
+    fn trim(&mut self, keep: usize) {
+        while self.messages.len() > keep.max(1) {
+            if let Some(old) = self.messages.pop_front() {
+                self.by_reference.remove(&old.reference);
+                if let Some(id) = &old.provider_message_id {
+                    self.by_id.remove(id);
+                }
+                self.first += 1;
+            }
+        }
+    }
 }
 
 /// The sandbox gateway, shared as `Arc<Sandbox>` across the process.
@@ -115,9 +125,9 @@ impl Sandbox {
         &self.config
     }
 
-    /// Every distinct message asked for, in order.
+    /// The distinct messages asked for, in order (the most recent `keep` of them).
     pub fn sent(&self) -> Vec<SandboxSms> {
-        self.record().messages.clone()
+        self.record().messages.iter().cloned().collect()
     }
 
     /// The messages asked for to one number (as it was given to `send`).
@@ -125,9 +135,10 @@ impl Sandbox {
         self.record().messages.iter().filter(|m| m.to == to).cloned().collect()
     }
 
-    /// Distinct messages (by reference), refused ones included.
+    /// Distinct messages (by reference) ever asked for, refused ones included.
     pub fn count(&self) -> usize {
-        self.record().messages.len()
+        let record = self.record();
+        record.first + record.messages.len()
     }
 
     /// Every call of `send`, repeats of a reference included.
@@ -186,8 +197,8 @@ impl SmsGateway for Sandbox {
         let mut record = self.record();
         record.calls += 1;
         // Idempotent on the reference: a repeat gets the first answer and records nothing new.
-        if let Some(&index) = record.by_reference.get(sms.reference) {
-            return Ok(self.send_outcome(&record.messages[index]));
+        if let Some(message) = record.by_reference.get(sms.reference).and_then(|&n| record.get(n)) {
+            return Ok(self.send_outcome(message));
         }
         let outcome = SandboxOutcome::for_number(sms.to);
         let provider_message_id =
@@ -200,21 +211,23 @@ impl SmsGateway for Sandbox {
             provider_message_id,
             outcome,
         };
-        let index = record.messages.len();
-        record.by_reference.insert(message.reference.clone(), index);
+        let number = record.first + record.messages.len();
+        record.by_reference.insert(message.reference.clone(), number);
         if let Some(id) = &message.provider_message_id {
-            record.by_id.insert(id.clone(), index);
+            record.by_id.insert(id.clone(), number);
         }
         let answer = self.send_outcome(&message);
-        record.messages.push(message);
+        record.messages.push_back(message);
+        record.trim(self.config.keep);
         tracing::debug!(reference = sms.reference, ?outcome, "sandbox SMS");
         Ok(answer)
     }
 
     async fn status(&self, provider_message_id: &str) -> Result<ReceiptStatus, SendError> {
         let record = self.record();
-        Ok(match record.by_id.get(provider_message_id) {
-            Some(&index) => record.messages[index].outcome.receipt_status(),
+        // An unknown id (or one forgotten beyond `keep`) has nothing to say.
+        Ok(match record.by_id.get(provider_message_id).and_then(|&n| record.get(n)) {
+            Some(message) => message.outcome.receipt_status(),
             None => ReceiptStatus::Pending,
         })
     }
@@ -246,7 +259,7 @@ mod tests {
     }
 
     fn sandbox() -> Sandbox {
-        Sandbox::new(SandboxConfig { delivery_delay: Duration::from_millis(5) })
+        Sandbox::new(SandboxConfig { delivery_delay: Duration::from_millis(5), ..SandboxConfig::default() })
     }
 
     fn accepted_id(outcome: &SendOutcome) -> String {
@@ -361,11 +374,30 @@ mod tests {
         assert_eq!(SandboxOutcome::for_number("0001"), SandboxOutcome::Refused);
     }
 
-    #[test]
-    fn the_delay_comes_from_its_variable_or_the_default() {
-        assert_eq!(SandboxConfig::from_delay_ms(Some("250")).delivery_delay, Duration::from_millis(250));
-        assert_eq!(SandboxConfig::from_delay_ms(Some("soon")), SandboxConfig::default());
-        assert_eq!(SandboxConfig::from_delay_ms(None).delivery_delay, Duration::from_millis(1000));
+    #[tokio::test]
+    async fn the_record_keeps_the_most_recent_messages_and_counts_them_all() {
+        let sandbox = Sandbox::new(SandboxConfig { keep: 2, ..SandboxConfig::default() });
+        let mut ids = Vec::new();
+        for (i, to) in ["+255712340011", "+255712340012", "+255712340013"].into_iter().enumerate() {
+            let reference = format!("msg_{i}");
+            let sms = OutboundSms { reference: &reference, to, from: None, body: "hi" };
+            match sandbox.send(sms).await {
+                Ok(SendOutcome::Accepted { provider_message_id, .. }) => ids.push(provider_message_id),
+                other => panic!("accepted, got {other:?}"),
+            }
+        }
+        assert_eq!(sandbox.count(), 3);
+        let kept: Vec<String> = sandbox.sent().into_iter().map(|m| m.to).collect();
+        assert_eq!(kept, ["+255712340012", "+255712340013"]);
+        // the forgotten one has nothing to say; the kept ones still answer
+        assert_eq!(sandbox.status(&ids[0]).await, Ok(ReceiptStatus::Pending));
+        assert_eq!(sandbox.status(&ids[2]).await, Ok(ReceiptStatus::Delivered));
+        // a repeat of a kept reference is still recognised
+        let again = OutboundSms { reference: "msg_2", to: "+255712340013", from: None, body: "hi" };
+        assert!(
+            matches!(sandbox.send(again).await, Ok(SendOutcome::Accepted { provider_message_id, .. }) if provider_message_id == ids[2])
+        );
+        assert_eq!((sandbox.count(), sandbox.calls()), (3, 4));
     }
 
     #[test]

@@ -91,8 +91,11 @@ pub async fn enqueue<J: Job>(conn: &mut Conn, job: &J, options: Enqueue) -> Resu
     let Some(JobId { id }) = ids.into_iter().next() else {
         return Ok(None);
     };
-    // Delivered at commit, so a worker never wakes for a job it cannot see yet.
-    diesel::sql_query(format!("NOTIFY {CHANNEL}")).execute(conn).await?;
+    // Delivered at commit, so a worker never wakes for a job it cannot see yet. A job due later
+    // wakes nobody: the workers' poll finds it when it is due.
+    if options.run_at.is_none() {
+        diesel::sql_query(format!("NOTIFY {CHANNEL}")).execute(conn).await?;
+    }
     Ok(Some(id))
 }
 

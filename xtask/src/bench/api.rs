@@ -16,6 +16,9 @@ use super::data;
 use super::load::{OpError, OpResult};
 use crate::Result;
 
+/// How a failed message shows in a send's answer.
+const FAILED: &[u8] = b"\"status\":\"failed\"";
+
 pub struct Api {
     client: Client,
     base: String,
@@ -105,6 +108,37 @@ impl Api {
             );
         }
         Ok(total)
+    }
+
+    /// One SMS to one recipient from the bench's sender id; Err when the message failed (a
+    /// send the provider refused still answers 201, so the body is searched, not parsed).
+    pub async fn sms_send(&self, n: u64) -> OpResult {
+        let body = json!({
+            "recipient": data::sms_recipient(n),
+            "message": data::sms_body(n),
+            "sender_id": data::SMS_SENDER,
+        });
+        let answer = self.call(self.post("/sms/send", &body), StatusCode::CREATED).await?;
+        let answer = answer.as_ref();
+        if answer.windows(FAILED.len()).any(|w| w == FAILED) {
+            let answer = String::from_utf8_lossy(answer);
+            return Err(format!("the message failed: {}", answer.chars().take(300).collect::<String>()).into());
+        }
+        Ok(())
+    }
+
+    /// `POST /sms/campaign` to `group`; the campaign's id.
+    pub async fn create_campaign(&self, group: i64) -> Result<i64> {
+        let request = json!({ "contact_list_id": group.to_string(), "message": data::CAMPAIGN_TEMPLATE });
+        let body = self.call(self.post("/sms/campaign", &request), StatusCode::CREATED).await;
+        let body: Value = serde_json::from_slice(body.map_err(|e| format!("creating the campaign: {e}"))?.as_ref())?;
+        let campaign = body.pointer("/data/campaigns/0").ok_or_else(|| format!("no data.campaigns[0] in {body}"))?;
+        if let Some(status) = campaign.get("status").and_then(Value::as_str)
+            && !matches!(status, "draft" | "running" | "completed")
+        {
+            return Err(format!("the campaign was created {status}: {campaign}").into());
+        }
+        campaign.get("id").and_then(Value::as_i64).ok_or_else(|| format!("no id in {campaign}").into())
     }
 
     /// Creates the 500 contacts of batch `batch` in one request.

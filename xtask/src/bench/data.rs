@@ -1,5 +1,6 @@
 //! The contacts the bench writes: contact `n` of a run has a unique Tanzanian mobile number
-//! (0712000000 + n), a name, and on the raw-SQL side a uid shaped like the service's.
+//! (0712000000 + n), a name, and on the raw-SQL side a uid shaped like the service's. The SMS
+//! workloads send to numbers the sandbox provider delivers (see [`deliverable`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,45 @@ pub const SEARCH_TERM: &str = "Asha";
 const SEARCH_EVERY: u64 = 50;
 /// The page the search workload asks for.
 pub const PAGE_SIZE: i64 = 100;
+
+/// The SMS send workload's recipients start here: 0714...
+const SMS_FIRST_NATIONAL: u64 = 714_000_000;
+/// The campaign's contacts start here: 0713...
+const CAMPAIGN_FIRST_NATIONAL: u64 = 713_000_000;
+/// What one SMS segment costs the bench tenant (`gateway admin rate set`), in minor units.
+pub const SMS_PRICE_MINOR: i64 = 1;
+/// Credit for every message of a run, many times over.
+pub const WALLET_CREDIT_MINOR: i64 = 100_000_000_000;
+/// The bench tenant's sandbox SMS channel and its sender id.
+pub const SMS_CHANNEL_CODE: &str = "bench";
+pub const SMS_SENDER: &str = "BENCH";
+/// Sends per second the channel allows: far above what two cores reach, so that throughput
+/// accounting runs but never defers a message.
+pub const SMS_THROUGHPUT: u32 = 100_000;
+/// The campaign's text, before personalization.
+pub const CAMPAIGN_TEMPLATE: &str = "Hello {{name}}";
+
+/// The `n`th national number from `first` that the sandbox delivers: it refuses numbers ending
+/// in 0001, never receipts those ending in 0002 and fails those ending in 0003, so every
+/// ending below 1000 is skipped (9,000 numbers used per 10,000).
+fn deliverable(first: u64, n: u64) -> u64 {
+    first + n / 9_000 * 10_000 + 1_000 + n % 9_000
+}
+
+/// The recipient of the `n`th single send, as a caller writes it (E.164, as the service stores it).
+pub fn sms_recipient(n: u64) -> String {
+    format!("+{COUNTRY_CODE}{}", deliverable(SMS_FIRST_NATIONAL, n))
+}
+
+/// The text of the `n`th single send: one GSM-7 segment.
+pub fn sms_body(n: u64) -> String {
+    format!("Bench message {n}")
+}
+
+/// The national number of the campaign's contact `n`.
+pub fn campaign_national(n: u64) -> String {
+    deliverable(CAMPAIGN_FIRST_NATIONAL, n).to_string()
+}
 
 /// The number as a caller sends it: 0712000000 + n.
 pub fn local(n: u64) -> String {
@@ -58,6 +98,11 @@ pub fn uid(salt: u64, n: u64) -> String {
     format!("ctc_{:016x}{:016x}", mix(salt), mix(n))
 }
 
+/// A message uid shaped like the service's (`msg_` and 32 hex digits); unique per (salt, n).
+pub fn message_uid(salt: u64, n: u64) -> String {
+    format!("msg_{:016x}{:016x}", mix(salt), mix(n))
+}
+
 /// SplitMix64's finalizer: a bijection on u64 that scatters neighbouring inputs.
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -91,11 +136,25 @@ mod tests {
     }
 
     #[test]
+    fn sms_numbers_avoid_the_sandbox_magic_endings() {
+        assert_eq!(sms_recipient(0), "+255714001000");
+        assert_eq!(sms_recipient(8_999), "+255714009999");
+        assert_eq!(sms_recipient(9_000), "+255714011000");
+        assert_eq!(campaign_national(0), "713001000");
+        let numbers: Vec<u64> = (0..200_000).map(|n| deliverable(CAMPAIGN_FIRST_NATIONAL, n)).collect();
+        assert!(numbers.iter().all(|n| n % 10_000 >= 1_000));
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "distinct and increasing");
+        assert!(deliverable(SMS_FIRST_NATIONAL, 70_000_000) <= 799_999_999, "still a valid mobile number");
+    }
+
+    #[test]
     fn uids_differ_and_look_like_the_service_ones() {
         let a = uid(1, 1);
         assert_eq!(a.len(), 4 + 32);
         assert!(a.starts_with("ctc_"));
         assert_ne!(a, uid(1, 2));
         assert_ne!(a, uid(2, 1));
+        let m = message_uid(1, 1);
+        assert!(m.starts_with("msg_") && m.len() == 4 + 32);
     }
 }

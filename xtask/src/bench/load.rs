@@ -37,16 +37,24 @@ pub struct Measured {
     /// Sorted, shortest first.
     latencies: Vec<Duration>,
     seconds: f64,
+    /// What the rate counts: one per operation, or the messages of one long operation.
+    items: u64,
 }
 
 impl Measured {
+    /// One operation that did `items` things (a campaign's messages) in `elapsed`: its rate
+    /// is items per second, and both percentiles are `elapsed`.
+    pub fn single(elapsed: Duration, items: u64) -> Self {
+        Self { latencies: vec![elapsed], seconds: elapsed.as_secs_f64().max(1e-9), items }
+    }
+
     pub fn ops(&self) -> usize {
         self.latencies.len()
     }
 
-    /// Operations per second.
+    /// Operations (or items) per second.
     pub fn rate(&self) -> f64 {
-        self.latencies.len() as f64 / self.seconds
+        self.items as f64 / self.seconds
     }
 
     /// The `p`th percentile (0 < p <= 100) in milliseconds, by nearest rank.
@@ -120,7 +128,8 @@ where
     }
     bar.finish_and_clear();
     latencies.sort_unstable();
-    Ok(Measured { latencies, seconds: timing.measure.as_secs_f64() })
+    let items = latencies.len() as u64;
+    Ok(Measured { latencies, seconds: timing.measure.as_secs_f64(), items })
 }
 
 #[cfg(test)]
@@ -140,6 +149,14 @@ mod tests {
         assert_eq!(percentile(&ms(&[7]), 99.0), Duration::from_millis(7));
         assert_eq!(percentile(&ms(&[1, 2, 3]), 50.0), Duration::from_millis(2));
         assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_single_operation_rates_its_items() {
+        let measured = Measured::single(Duration::from_secs(4), 10_000);
+        assert_eq!(measured.ops(), 1);
+        assert!((measured.rate() - 2_500.0).abs() < 1e-6);
+        assert!((measured.percentile_ms(99.0) - 4_000.0).abs() < 1e-6);
     }
 
     #[tokio::test]

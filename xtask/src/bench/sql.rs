@@ -1,6 +1,6 @@
 //! The raw-SQL side: the statements each API request runs (see `accounts::keys::authenticate`,
-//! `accounts::tenants::get` and `contacts::service`), prepared once per connection and run
-//! with tokio-postgres, without HTTP, JSON or an ORM in between.
+//! `accounts::tenants::get`, `contacts::service` and `messaging::send`), prepared once per
+//! connection and run with tokio-postgres, without HTTP, JSON or an ORM in between.
 
 use std::fmt::Write;
 
@@ -15,7 +15,7 @@ const CONTACT_COLUMNS: &str = "id, uid, group_id, name, country_code, phone_numb
                                is_subscribed, custom_field_values, created_at, updated_at";
 
 /// Authentication: the key, its tenant's status and its issuer's permissions in one lookup.
-const AUTH: &str = "SELECT k.id, k.tenant_id, k.name, k.legacy, k.expires_at, k.revoked_at, t.status, \
+pub const AUTH: &str = "SELECT k.id, k.tenant_id, k.name, k.legacy, k.expires_at, k.revoked_at, t.status, \
                     u.id, u.name, u.active, u.all_permissions, u.permissions \
                     FROM api_keys k JOIN tenants t ON t.id = k.tenant_id LEFT JOIN users u ON u.id = k.user_id \
                     WHERE k.key_hash = $1 LIMIT 1";
@@ -29,6 +29,23 @@ const GROUP_FOR_WRITE: &str = "SELECT id, uid, name, status, custom_fields, crea
                                FROM contact_groups WHERE tenant_id = $1 AND id = $2 LIMIT 1";
 const SEARCH_COUNT: &str = "SELECT count(*) FROM contacts WHERE tenant_id = $1 AND group_id = $2 AND name ILIKE $3";
 const RATE_LIMIT: &str = "SELECT * FROM rate_limit_hit($1, now(), interval '1 minute', 100000000)";
+/// The prepaid debit of `accounts::wallet::debit`: refused when the balance cannot pay.
+pub const WALLET_DEBIT: &str = "UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now() \
+                                WHERE tenant_id = $1 AND (billing_mode = 'postpaid' OR balance_minor >= $2) \
+                                RETURNING tenant_id, balance_minor, currency, billing_mode, updated_at";
+pub const WALLET_LEDGER: &str = "INSERT INTO wallet_ledger (tenant_id, kind, amount_minor, balance_after, note) \
+                                 VALUES ($1, 'debit', $2, $3, $4)";
+/// One queued outbound SMS, as `messaging::send` writes it: routed, priced, one GSM-7 segment.
+const INSERT_MESSAGE: &str = "INSERT INTO messages (uid, tenant_id, direction, channel_type, tenant_channel_id, \
+                              channel_code, sender, recipient, body, status, segments, encoding, price_minor, \
+                              created_at, updated_at) \
+                              VALUES ($1, $2, 'outbound', 'sms', $3, $4, $5, $6, $7, 'queued', 1, 'gsm7', $8, now(), now()) \
+                              ON CONFLICT DO NOTHING RETURNING id";
+/// Its dispatch job. An inline send's job waits for the job lease (5 minutes) as the fallback
+/// should the process die mid-send, so no worker picks these up during the run.
+const INSERT_SEND_JOB: &str = "INSERT INTO jobs (name, payload, tenant_id, run_at, max_attempts) \
+                               VALUES ('messaging.send', jsonb_build_object('ids', jsonb_build_array($1::bigint)), $2, \
+                               now() + interval '5 minutes', 8) RETURNING id";
 /// Columns of one new contact that are bound; custom fields and times are written in the SQL.
 const BOUND_PER_ROW: usize = 8;
 
@@ -70,6 +87,10 @@ struct Statements {
     existing: Statement,
     insert_batch: Statement,
     rate_limit: Statement,
+    wallet_debit: Statement,
+    wallet_ledger: Statement,
+    insert_message: Statement,
+    insert_send_job: Statement,
 }
 
 impl Statements {
@@ -97,6 +118,10 @@ impl Statements {
                 .await?,
             insert_batch: client.prepare(&insert_contacts(data::BATCH_ROWS)).await?,
             rate_limit: client.prepare(RATE_LIMIT).await?,
+            wallet_debit: client.prepare(WALLET_DEBIT).await?,
+            wallet_ledger: client.prepare(WALLET_LEDGER).await?,
+            insert_message: client.prepare(INSERT_MESSAGE).await?,
+            insert_send_job: client.prepare(INSERT_SEND_JOB).await?,
         })
     }
 }
@@ -106,12 +131,21 @@ struct Conn {
     statements: Statements,
 }
 
+/// The bench tenant's SMS route: what the service's routing picks for its sends.
+#[derive(Clone, Debug)]
+pub struct SmsRoute {
+    pub channel_id: i64,
+    pub code: String,
+    pub sender: String,
+}
+
 /// One connection per load task, every statement prepared on each.
 pub struct Db {
     conns: Vec<Conn>,
     tenant: i64,
     key_hash: Vec<u8>,
-    /// Makes this run's contact uids unique.
+    route: SmsRoute,
+    /// Makes this run's contact and message uids unique.
     salt: u64,
 }
 
@@ -123,14 +157,14 @@ pub async fn connect(url: &str) -> Result<Client> {
 }
 
 impl Db {
-    pub async fn open(url: &str, connections: usize, tenant: i64, key_hash: &[u8]) -> Result<Self> {
+    pub async fn open(url: &str, connections: usize, tenant: i64, key_hash: &[u8], route: &SmsRoute) -> Result<Self> {
         let mut conns = Vec::with_capacity(connections);
         for _ in 0..connections {
             let client = connect(url).await?;
             let statements = Statements::prepare(&client).await?;
             conns.push(Conn { client, statements });
         }
-        Ok(Self { conns, tenant, key_hash: key_hash.to_vec(), salt: data::new_salt() })
+        Ok(Self { conns, tenant, key_hash: key_hash.to_vec(), route: route.clone(), salt: data::new_salt() })
     }
 
     /// Authentication, then the tenant: what `GET /me` reads.
@@ -224,6 +258,42 @@ impl Db {
             return Err(error.into());
         }
         client.batch_execute("COMMIT").await?;
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Authentication, then in one transaction the wallet debit with its ledger entry, the
+    /// message and its dispatch job: the rows `POST /sms/send` writes for one recipient.
+    pub async fn sms_send(&self, worker: usize, n: u64) -> OpResult {
+        self.authenticate(&self.conns[worker]).await?;
+        let Conn { client, statements: st } = &self.conns[worker];
+        client.batch_execute("BEGIN").await?;
+        let written = self.write_sms(client, st, n).await;
+        if let Err(error) = written {
+            client.batch_execute("ROLLBACK").await?;
+            return Err(error);
+        }
+        client.batch_execute("COMMIT").await?;
+        Ok(())
+    }
+
+    async fn write_sms(&self, client: &Client, st: &Statements, n: u64) -> OpResult {
+        let price = data::SMS_PRICE_MINOR;
+        let wallet = client.query_opt(&st.wallet_debit, &[&self.tenant, &price]).await?;
+        let Some(wallet) = wallet else { return Err("the wallet cannot pay for a message".into()) };
+        let balance: i64 = wallet.get(1);
+        let note = "SMS send to 1 recipient(s)";
+        client.execute(&st.wallet_ledger, &[&self.tenant, &price, &balance, &note]).await?;
+        let (uid, recipient, body) = (data::message_uid(self.salt, n), data::sms_recipient(n), data::sms_body(n));
+        let route = &self.route;
+        let params: [&(dyn ToSql + Sync); 8] =
+            [&uid, &self.tenant, &route.channel_id, &route.code, &route.sender, &recipient, &body, &price];
+        let Some(message) = client.query_opt(&st.insert_message, &params).await? else {
+            return Err(format!("message uid {uid} exists already").into());
+        };
+        let id: i64 = message.get(0);
+        client.query_one(&st.insert_send_job, &[&id, &self.tenant]).await?;
         Ok(())
     }
 }
