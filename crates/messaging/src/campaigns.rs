@@ -379,6 +379,16 @@ impl MessagingService {
         query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Campaign"))
     }
 
+    /// The campaign, locked: a dispatch step or a completion cannot change it under us.
+    async fn locked_row(
+        conn: &mut store::Conn,
+        tenant: TenantId,
+        campaign: &CampaignRef,
+    ) -> Result<CampaignRow, Error> {
+        let row = Self::campaign_row(conn, tenant, campaign).await?;
+        Ok(campaigns::table.find(row.id).for_update().select(CampaignRow::as_select()).first(conn).await?)
+    }
+
     /// `GET /campaign/{uid}/view`.
     pub async fn campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
         let mut conn = self.conn().await?;
@@ -397,9 +407,7 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {
-                // locked, so a dispatch step or a completion cannot change it under us
-                let row = Self::campaign_row(conn, tenant, campaign).await?;
-                let row = lock(conn, row.id).await?;
+                let row = Self::locked_row(conn, tenant, campaign).await?;
                 if row.status != "paused" {
                     return Err(Error::conflict(format!(
                         "Only a paused campaign can be resumed; this one is {}.",
@@ -436,9 +444,7 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {
-                // locked, so a dispatch step or a completion cannot change it under us
-                let row = Self::campaign_row(conn, tenant, campaign).await?;
-                let row = lock(conn, row.id).await?;
+                let row = Self::locked_row(conn, tenant, campaign).await?;
                 if row.status == "completed" || row.status == "cancelled" {
                     return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
                 }
@@ -633,10 +639,6 @@ impl MessagingService {
         })
         .await
     }
-}
-
-async fn lock(conn: &mut store::Conn, campaign: i64) -> Result<CampaignRow, Error> {
-    Ok(campaigns::table.find(campaign).for_update().select(CampaignRow::as_select()).first(conn).await?)
 }
 
 /// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.

@@ -173,6 +173,31 @@ async fn log(conn: &mut store::Conn, entry: Logged<'_>, now: OffsetDateTime) -> 
     Ok(())
 }
 
+/// Logs a callback that could not be read and says why, as the 422 to answer.
+async fn invalid(
+    conn: &mut store::Conn,
+    channel_id: i64,
+    kind: &'static str,
+    body: &[u8],
+    now: OffsetDateTime,
+    error: providers::CallbackError,
+) -> Error {
+    let entry = Logged {
+        channel_id,
+        kind,
+        provider_message_id: None,
+        provider_status: None,
+        message_id: None,
+        outcome: "invalid",
+        body,
+    };
+    if let Err(failure) = log(conn, entry, now).await {
+        return failure;
+    }
+    let what = if kind == "delivery" { "delivery report" } else { "incoming message" };
+    Error::validation(format!("The {what} could not be read: {error}"))
+}
+
 impl MessagingService {
     /// A delivery-report callback (`POST /hooks/sms/{token}/delivery`). Every callback is
     /// logged; one that cannot be read is logged as `invalid` and refused with 422.
@@ -188,19 +213,7 @@ impl MessagingService {
         let gateway = self.gateways.sms(&channel)?;
         let receipt = match gateway.parse_receipt(content_type, body) {
             Ok(receipt) => receipt,
-            Err(error) => {
-                let entry = Logged {
-                    channel_id: channel.id,
-                    kind: "delivery",
-                    provider_message_id: None,
-                    provider_status: None,
-                    message_id: None,
-                    outcome: "invalid",
-                    body,
-                };
-                log(&mut conn, entry, now).await?;
-                return Err(Error::validation(format!("The delivery report could not be read: {error}")));
-            }
+            Err(error) => return Err(invalid(&mut conn, channel.id, "delivery", body, now, error).await),
         };
         let gid = receipt.provider_message_id.as_str();
         let changed = match &receipt.status {
@@ -245,19 +258,7 @@ impl MessagingService {
         let gateway = self.gateways.sms(&channel)?;
         let sms = match gateway.parse_inbound(content_type, body) {
             Ok(sms) => sms,
-            Err(error) => {
-                let entry = Logged {
-                    channel_id: channel.id,
-                    kind: "inbound",
-                    provider_message_id: None,
-                    provider_status: None,
-                    message_id: None,
-                    outcome: "invalid",
-                    body,
-                };
-                log(&mut conn, entry, now).await?;
-                return Err(Error::validation(format!("The incoming message could not be read: {error}")));
-            }
+            Err(error) => return Err(invalid(&mut conn, channel.id, "inbound", body, now, error).await),
         };
         // A provider retrying a callback it thinks we missed: the message is stored once.
         if let Some(gid) = &sms.provider_message_id {

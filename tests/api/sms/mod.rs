@@ -1,6 +1,7 @@
 //! SMS messaging and campaigns (issue 3): sending, routing, billing, receipts, inbound,
 //! opt-out and campaigns, through HTTP against PostgreSQL with the sandbox provider.
 
+mod admin;
 mod billing;
 mod campaigns;
 mod crash;
