@@ -2,23 +2,26 @@
 //! contact group, dispatched by a chain of jobs that each write one batch of personalized,
 //! priced and paid-for messages, so 100,000 contacts are never one transaction or one job.
 
-use std::sync::Arc;
+mod dispatch;
 
-use ::contacts::schema::{contact_groups, contacts};
+use ::contacts::schema::contact_groups;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, ErrorKind, Permission, TenantId};
+use kernel::{Caller, Error, Permission, TenantId};
 use serde::{Deserialize, Serialize};
-use store::jobs::{Enqueue, Job, JobContext, JobError};
+use store::jobs::Enqueue;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::channels::{RateCard, Route};
+pub(crate) use dispatch::count;
+use dispatch::eligible;
+pub use dispatch::{DispatchCampaign, wallet_topped_up};
+
+use crate::channels::Route;
 use crate::dispatch::{Delta, settle};
 use crate::messages::Message;
-use crate::personalize::{ContactVars, Template};
 use crate::schema::{campaigns, messages};
-use crate::send::{NO_ROUTE, NewMessage, encoding_name, enqueue_dispatch, new_uid, parse_schedule};
+use crate::send::{NO_ROUTE, parse_schedule};
 use crate::status::MessageEvent;
 use crate::{MessagingService, channels};
 
@@ -141,24 +144,6 @@ impl CampaignRef {
     }
 }
 
-/// Writes one batch of a campaign's messages, then queues the next batch.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DispatchCampaign {
-    pub campaign_id: i64,
-    /// Only the chain holding the campaign's current token runs (resuming issues a new one).
-    pub token: Uuid,
-}
-
-impl Job for DispatchCampaign {
-    const NAME: &'static str = "messaging.dispatch_campaign";
-    type State = MessagingService;
-
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
-        state.dispatch_campaign(self.campaign_id, self.token).await?;
-        Ok(())
-    }
-}
-
 fn split_ids(raw: &str) -> Vec<String> {
     let mut seen = Vec::new();
     for token in raw.split(|c: char| c == ',' || c == ';' || c.is_whitespace()).filter(|t| !t.is_empty()) {
@@ -195,67 +180,6 @@ async fn emit(conn: &mut store::Conn, name: &str, row: CampaignRow, now: OffsetD
     let group = group_summary(conn, row.contact_group_id).await?;
     let payload = serde_json::json!({ "campaign": row.into_campaign(group), "reason": reason });
     store::outbox::emit(conn, tenant, name, payload, now).await?;
-    Ok(())
-}
-
-/// The contacts of a group that dispatch messages, after `after` and up to `last`: those with
-/// a number that is not blacklisted (contract: dispatch skips both; `is_subscribed` is not read).
-fn eligible(tenant: i64, group: i64, after: i64, last: i64) -> contacts::BoxedQuery<'static, diesel::pg::Pg> {
-    contacts::table
-        .filter(contacts::tenant_id.eq(tenant))
-        .filter(contacts::group_id.eq(group))
-        .filter(contacts::id.gt(after))
-        .filter(contacts::id.le(last))
-        .filter(contacts::phone_number.ne(""))
-        .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
-            "NOT EXISTS (SELECT 1 FROM sms_blacklist b
-                         WHERE b.tenant_id = contacts.tenant_id AND b.number = '+' || contacts.full_phone_number)",
-        ))
-        .into_boxed()
-}
-
-/// Adds to a campaign's counts and completes it when every written message has left the queue.
-pub(crate) async fn count(
-    conn: &mut store::Conn,
-    campaign: i64,
-    sent: i32,
-    failed: i32,
-    now: OffsetDateTime,
-) -> Result<(), Error> {
-    diesel::update(campaigns::table.find(campaign))
-        .set((
-            campaigns::sent_count.eq(campaigns::sent_count + sent),
-            campaigns::failed_count.eq(campaigns::failed_count + failed),
-            campaigns::updated_at.eq(now),
-        ))
-        .execute(conn)
-        .await?;
-    complete_if_done(conn, campaign, now).await
-}
-
-/// contract: running -> completed when all recipient jobs are dispatched.
-async fn complete_if_done(conn: &mut store::Conn, campaign: i64, now: OffsetDateTime) -> Result<(), Error> {
-    let done: Option<CampaignRow> = diesel::update(
-        campaigns::table
-            .find(campaign)
-            .filter(campaigns::status.eq("running"))
-            .filter(campaigns::last_contact_id.is_not_null())
-            .filter(campaigns::cursor.nullable().ge(campaigns::last_contact_id))
-            .filter((campaigns::sent_count + campaigns::failed_count).ge(campaigns::dispatched)),
-    )
-    .set((
-        campaigns::status.eq("completed"),
-        campaigns::completed_at.eq(now),
-        campaigns::updated_at.eq(now),
-        campaigns::total_recipients.eq(campaigns::dispatched),
-    ))
-    .returning(CampaignRow::as_returning())
-    .get_result(conn)
-    .await
-    .optional()?;
-    if let Some(row) = done {
-        emit(conn, "campaign.completed", row, now).await?;
-    }
     Ok(())
 }
 
@@ -482,187 +406,4 @@ impl MessagingService {
         let group = group_summary(&mut conn, row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
-
-    /// One step of a campaign's dispatch chain (see [`DispatchCampaign`]).
-    pub async fn dispatch_campaign(&self, campaign_id: i64, token: Uuid) -> Result<(), Error> {
-        let now = self.clock.now();
-        let config = self.config.clone();
-        let mut conn = self.conn().await?;
-        conn.transaction(async |conn| {
-            let row: Option<CampaignRow> = campaigns::table
-                .find(campaign_id)
-                .for_update()
-                .select(CampaignRow::as_select())
-                .first(conn)
-                .await
-                .optional()?;
-            let Some(mut row) = row else { return Ok(()) };
-            if row.dispatch_token != token || matches!(row.status.as_str(), "completed" | "cancelled") {
-                return Ok(());
-            }
-            let tenant = TenantId(row.tenant_id);
-            let Some(group) = row.contact_group_id else {
-                return cancel_for(conn, row, "The contact group was deleted.", now).await;
-            };
-            if row.status == "draft" || row.status == "scheduled" {
-                // contract: draft/scheduled -> running when dispatch starts (the path is ours)
-                let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
-                    Ok(Some(route)) => route,
-                    Ok(None) => return cancel_for(conn, row, NO_ROUTE, now).await,
-                    // its sender identity is no longer usable
-                    Err(e) if e.kind == ErrorKind::Validation => return cancel_for(conn, row, &e.message, now).await,
-                    Err(e) => return Err(e),
-                };
-                let last: Option<i64> = contacts::table
-                    .filter(contacts::tenant_id.eq(tenant.0))
-                    .filter(contacts::group_id.eq(group))
-                    .select(diesel::dsl::max(contacts::id))
-                    .first(conn)
-                    .await?;
-                let last = last.unwrap_or(0);
-                let total: i64 = eligible(tenant.0, group, 0, last).count().get_result(conn).await?;
-                row = diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("running"),
-                        campaigns::tenant_channel_id.eq(route.channel.id),
-                        campaigns::channel_code.eq(&route.channel.code),
-                        campaigns::last_contact_id.eq(last),
-                        campaigns::total_recipients.eq(i32::try_from(total).unwrap_or(i32::MAX)),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
-            }
-            let last = row.last_contact_id.unwrap_or(0);
-            let batch: Vec<(i64, String, String, String, String, serde_json::Value)> =
-                eligible(tenant.0, group, row.cursor, last)
-                    .order(contacts::id)
-                    .limit(config.campaign_batch)
-                    .select((
-                        contacts::id,
-                        contacts::name,
-                        contacts::country_code,
-                        contacts::phone_number,
-                        contacts::full_phone_number,
-                        contacts::custom_field_values,
-                    ))
-                    .load(conn)
-                    .await?;
-            let finished = (batch.len() as i64) < config.campaign_batch;
-            let template = Template::parse(&row.message);
-            let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
-            let empty = serde_json::Map::new();
-            let rows: Vec<NewMessage> = batch
-                .iter()
-                .map(|(id, name, country_code, phone_number, full, fields)| {
-                    let vars = ContactVars {
-                        name,
-                        country_code,
-                        phone_number,
-                        custom_fields: fields.as_object().unwrap_or(&empty),
-                    };
-                    let body = template.render(&vars);
-                    let estimate = crate::segments::estimate(&body);
-                    let recipient = format!("+{full}");
-                    NewMessage {
-                        uid: new_uid(),
-                        tenant_id: tenant.0,
-                        direction: "outbound",
-                        channel_type: "sms",
-                        tenant_channel_id: row.tenant_channel_id,
-                        channel_code: row.channel_code.clone(),
-                        sender: row.sender.clone(),
-                        price_minor: rates.price(&recipient) * i64::from(estimate.segments),
-                        recipient,
-                        body,
-                        status: "queued",
-                        media_url: None,
-                        media_type: None,
-                        error_message: None,
-                        gateway_message_id: None,
-                        segments: estimate.segments as i32,
-                        encoding: encoding_name(estimate.encoding),
-                        campaign_id: Some(row.id),
-                        contact_id: Some(*id),
-                        scheduled_at: None,
-                        created_at: now,
-                        updated_at: now,
-                    }
-                })
-                .collect();
-            let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
-            let note = format!("Campaign {}: {} message(s)", row.uid, rows.len());
-            if accounts::wallet::debit(conn, tenant, cost, &note).await?.is_err() {
-                // contract: a prepaid balance that cannot afford it pauses the campaign; it
-                // looks again periodically and after each top-up (docs/api.md)
-                diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("paused"),
-                        campaigns::status_reason.eq("The prepaid balance cannot pay for the next batch."),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .execute(conn)
-                    .await?;
-                let job = DispatchCampaign { campaign_id: row.id, token };
-                let run_at =
-                    Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
-                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
-                    .await?;
-                return Ok(());
-            }
-            // A paused campaign that can pay again runs with a new chain, so that any other
-            // job holding the old token (a periodic check, a top-up) stops.
-            let token = if row.status == "paused" { Uuid::new_v4() } else { token };
-            let written = crate::send::insert(conn, &rows).await?;
-            let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
-            enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
-            let cursor = if finished { last } else { batch.last().map_or(last, |c| c.0) };
-            diesel::update(campaigns::table.find(row.id))
-                .set((
-                    campaigns::status.eq("running"),
-                    campaigns::status_reason.eq(None::<String>),
-                    campaigns::dispatch_token.eq(token),
-                    campaigns::cursor.eq(cursor),
-                    campaigns::dispatched.eq(campaigns::dispatched + i32::try_from(ids.len()).unwrap_or(i32::MAX)),
-                    campaigns::updated_at.eq(now),
-                ))
-                .execute(conn)
-                .await?;
-            if finished {
-                complete_if_done(conn, row.id, now).await?;
-            } else {
-                let job = DispatchCampaign { campaign_id: row.id, token };
-                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
-            }
-            Ok(())
-        })
-        .await
-    }
-}
-
-/// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.
-async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now: OffsetDateTime) -> Result<(), Error> {
-    let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
-        .set((campaigns::status.eq("cancelled"), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
-        .returning(CampaignRow::as_returning())
-        .get_result(conn)
-        .await?;
-    emit(conn, "campaign.failed", row, now).await
-}
-
-/// After a top-up: every paused campaign of the tenant checks at once whether it can go on
-/// (besides its periodic check). Answers how many were nudged.
-pub async fn wallet_topped_up(conn: &mut store::Conn, tenant: TenantId) -> Result<usize, Error> {
-    let paused: Vec<(i64, Uuid)> = campaigns::table
-        .filter(campaigns::tenant_id.eq(tenant.0))
-        .filter(campaigns::status.eq("paused"))
-        .select((campaigns::id, campaigns::dispatch_token))
-        .load(conn)
-        .await?;
-    for (campaign_id, token) in &paused {
-        let job = DispatchCampaign { campaign_id: *campaign_id, token: *token };
-        store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
-    }
-    Ok(paused.len())
 }
