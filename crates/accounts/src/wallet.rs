@@ -1,6 +1,7 @@
 //! The wallet: a balance in minor units with a ledger of every credit and debit.
 
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
 use serde::Serialize;
@@ -93,22 +94,41 @@ pub async fn debit(
     if amount_minor == 0 {
         return Ok(Ok(get(conn, tenant).await?));
     }
-    let taken: Option<Wallet> = diesel::update(
-        wallets::table
-            .find(tenant.0)
-            .filter(wallets::billing_mode.eq("postpaid").or(wallets::balance_minor.ge(amount_minor))),
+    // The debit and its ledger entry in one statement: this runs on every send.
+    let taken: Option<(i64, String, String)> = diesel::sql_query(
+        "WITH taken AS (
+             UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now()
+             WHERE tenant_id = $1 AND (billing_mode = 'postpaid' OR balance_minor >= $2)
+             RETURNING balance_minor, currency, billing_mode),
+         entry AS (
+             INSERT INTO wallet_ledger (tenant_id, kind, amount_minor, balance_after, note)
+             SELECT $1, 'debit', $2, balance_minor, $3 FROM taken)
+         SELECT balance_minor, currency, billing_mode FROM taken",
     )
-    .set((wallets::balance_minor.eq(wallets::balance_minor - amount_minor), wallets::updated_at.eq(diesel::dsl::now)))
-    .returning(Wallet::as_returning())
-    .get_result(conn)
+    .bind::<BigInt, _>(tenant.0)
+    .bind::<BigInt, _>(amount_minor)
+    .bind::<Text, _>(note)
+    .get_result::<Taken>(conn)
     .await
-    .optional()?;
-    let Some(wallet) = taken else {
-        let wallet = get(conn, tenant).await?;
-        return Ok(Err(Shortfall { needed_minor: amount_minor, balance_minor: wallet.balance_minor }));
-    };
-    ledger(conn, tenant, "debit", amount_minor, wallet.balance_minor, Some(note)).await?;
-    Ok(Ok(wallet))
+    .optional()?
+    .map(|t| (t.balance_minor, t.currency, t.billing_mode));
+    match taken {
+        Some((balance_minor, currency, billing_mode)) => Ok(Ok(Wallet { balance_minor, currency, billing_mode })),
+        None => {
+            let wallet = get(conn, tenant).await?;
+            Ok(Err(Shortfall { needed_minor: amount_minor, balance_minor: wallet.balance_minor }))
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct Taken {
+    #[diesel(sql_type = BigInt)]
+    balance_minor: i64,
+    #[diesel(sql_type = Text)]
+    currency: String,
+    #[diesel(sql_type = Text)]
+    billing_mode: String,
 }
 
 /// Gives back what a debit took for work that was not done (a message the provider refused).

@@ -276,14 +276,19 @@ impl MessagingService {
         let (mut ok_ids, mut gids, mut costs) = (Vec::new(), Vec::new(), Vec::new());
         let (mut bad_ids, mut reasons) = (Vec::new(), Vec::new());
         let mut receipts: BTreeMap<std::time::Duration, Vec<ReceiptItem>> = BTreeMap::new();
+        let mut unannounced = std::collections::HashSet::new();
         for (message, outcome) in results {
             match outcome {
                 Answer::Provider(Ok(SendOutcome::Accepted { provider_message_id, cost, receipt })) => {
-                    if let Some(receipt) = receipt
-                        && receipt.status != ReceiptStatus::Pending
-                    {
-                        let item = ReceiptItem::new(provider_message_id.clone(), &receipt.status);
-                        receipts.entry(receipt.after).or_default().push(item);
+                    match receipt {
+                        Some(receipt) if receipt.status != ReceiptStatus::Pending => {
+                            let item = ReceiptItem::new(provider_message_id.clone(), &receipt.status);
+                            receipts.entry(receipt.after).or_default().push(item);
+                        }
+                        // No receipt announced: look for one when it is overdue.
+                        _ => {
+                            unannounced.insert(message.id);
+                        }
                     }
                     ok_ids.push(message.id);
                     gids.push(provider_message_id);
@@ -355,7 +360,11 @@ impl MessagingService {
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
                     .await?;
             }
-            let sent_ids: Vec<i64> = changed.iter().filter(|(_, d)| *d == Delta::Sent).map(|(m, _)| m.id).collect();
+            let sent_ids: Vec<i64> = changed
+                .iter()
+                .filter(|(m, d)| *d == Delta::Sent && unannounced.contains(&m.id))
+                .map(|(m, _)| m.id)
+                .collect();
             if !sent_ids.is_empty() {
                 let job = CheckDelivery { ids: sent_ids };
                 let run_at = Some(now + receipt_wait);
