@@ -131,6 +131,19 @@ async fn of_tenant(conn: &mut Conn, tenant: TenantId, channel: &str) -> Result<C
     query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Channel"))
 }
 
+/// Switches a channel of `tenant` (by id or code) on (`active`) or off (`disabled`).
+pub async fn set_status(conn: &mut Conn, tenant: TenantId, channel: &str, status: &str) -> Result<Channel, Error> {
+    if status != "active" && status != "disabled" {
+        return Err(Error::field("status", "The status must be active or disabled."));
+    }
+    let channel = of_tenant(conn, tenant, channel).await?;
+    Ok(diesel::update(channels::table.find(channel.id))
+        .set((channels::status.eq(status), channels::updated_at.eq(diesel::dsl::now)))
+        .returning(Channel::as_returning())
+        .get_result(conn)
+        .await?)
+}
+
 /// What an operator gives to add a sender identity (`gateway admin sender add`).
 #[derive(Debug, Clone)]
 pub struct NewSender {

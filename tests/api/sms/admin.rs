@@ -133,3 +133,41 @@ async fn the_demo_account_can_send_at_once() {
     assert_eq!(app.get("/api/v3/balance", key).await.data()["balance_minor"], balance);
     assert_eq!(app.get("/api/v3/sms/senders", key).await.data()["items"].as_array().map(Vec::len), Some(1));
 }
+
+#[actix_web::test]
+async fn a_disabled_channel_routes_nothing_and_its_queued_messages_wait_for_it() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let account = app.account("all").await;
+    let tenant = account.tenant.0;
+    admin(url, channel_add(tenant, "sandbox", Some("main"))).await.expect("channel");
+    admin(
+        url,
+        AdminCommand::Wallet(gateway::cli::admin::WalletCommand::Credit { tenant, amount_minor: 100_000, note: None }),
+    )
+    .await
+    .expect("credit");
+    let set = |status: &str| {
+        AdminCommand::Channel(ChannelCommand::SetStatus { tenant, channel: "main".into(), status: status.into() })
+    };
+    // Scheduled a minute ahead, then the channel is switched off before it is due.
+    let at = (app.clock.now() + time::Duration::minutes(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("time");
+    let queued = app.post(SEND, &account.key, json!({"recipient": "0712345678", "schedule_time": at})).await;
+    assert_eq!(queued.data()["messages"][0]["status"], "queued", "{:?}", queued.body);
+    assert_eq!(admin(url, set("disabled")).await.expect("disable").trim(), "disabled");
+    let refused = app.post(SEND, &account.key, json!({"recipient": "0712345679"})).await;
+    assert_eq!(refused.data()["messages"][0]["status"], "failed", "no route: {:?}", refused.body);
+    app.advance(time::Duration::minutes(2)).await;
+    assert_eq!(app.sandbox().count(), 0, "nothing goes out on a disabled channel");
+    let uid = queued.data()["messages"][0]["uid"].as_str().expect("uid").to_owned();
+    assert_eq!(app.get(&format!("/api/v3/sms/{uid}"), &account.key).await.data()["status"], "queued");
+    // Back on, the waiting message goes at its next look.
+    admin(url, set("active")).await.expect("enable");
+    app.advance(time::Duration::minutes(1)).await;
+    assert_eq!(app.sandbox().count(), 1);
+    assert_ne!(app.get(&format!("/api/v3/sms/{uid}"), &account.key).await.data()["status"], "queued");
+    let err = admin(url, set("paused")).await.expect_err("an unknown status");
+    assert_eq!(err.kind, ErrorKind::Validation);
+}

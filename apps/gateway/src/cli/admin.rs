@@ -171,6 +171,16 @@ pub enum ChannelCommand {
         #[arg(long)]
         throughput: Option<i32>,
     },
+    /// Switch a channel on or off: a disabled channel routes nothing, and messages already
+    /// queued on it wait until it is active again.
+    SetStatus {
+        #[arg(long)]
+        tenant: i64,
+        /// The channel's id or code.
+        channel: String,
+        /// active or disabled
+        status: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -294,6 +304,10 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 "callback_urls": {"delivery": format!("{hooks}/delivery"), "inbound": format!("{hooks}/inbound")},
             });
             (channel.id.to_string(), value)
+        }
+        AdminCommand::Channel(ChannelCommand::SetStatus { tenant, channel, status }) => {
+            let channel = messaging::channels::set_status(conn, TenantId(tenant), &channel, &status).await?;
+            (channel.status.clone(), json!({"id": channel.id, "code": channel.code, "status": channel.status}))
         }
         AdminCommand::Sender(SenderCommand::Add { tenant, channel, kind, value, label, status }) => {
             let new = NewSender { channel, kind, value, label, status };
