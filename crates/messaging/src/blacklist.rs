@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -138,16 +138,20 @@ impl MessagingService {
         if body.numbers.len() > 1_000 {
             return Err(Error::field("numbers", "At most 1000 numbers at a time."));
         }
-        if body.reason.as_deref().is_some_and(|r| r.chars().count() > 255) {
-            return Err(Error::field("reason", "The reason may not be greater than 255 characters."));
+        if body.reason.as_deref().is_some_and(|r| r.chars().count() > 255 || r.contains('\0')) {
+            return Err(Error::field("reason", "The reason must be at most 255 characters, without NUL characters."));
         }
         let numbers = body.numbers.iter().map(|n| number(n)).collect::<Result<Vec<_>, _>>()?;
         let now = self.clock.now();
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
-        for n in &numbers {
-            add(&mut conn, tenant, n, body.reason.as_deref(), None, now).await?;
-        }
+        conn.transaction(async |conn| {
+            for n in &numbers {
+                add(conn, tenant, n, body.reason.as_deref(), None, now).await?;
+            }
+            Ok::<_, Error>(())
+        })
+        .await?;
         let rows: Vec<Row> = entries(tenant.0)
             .filter(sms_blacklist::number.eq_any(&numbers))
             .order(sms_blacklist::number)

@@ -58,7 +58,7 @@ pub struct Later {
 const DISABLED_RETRY: Duration = Duration::minutes(1);
 
 const OUTCOME_UNKNOWN: &str =
-    "Send outcome unknown: the sender stopped during the provider call; not resent, to avoid a duplicate.";
+    "Send outcome unknown: the sender stopped during the provider call; not resent, to avoid a duplicate (refunded).";
 
 #[derive(QueryableByName)]
 struct Pending {
@@ -90,20 +90,30 @@ impl MessagingService {
         let now = self.clock.now();
         let stale_after = std_duration(self.config.stale_after);
         let mut conn = self.conn().await?;
-        let stale: Vec<Message> = diesel::sql_query(
-            "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
-             WHERE id = ANY($3) AND status = 'processing' AND updated_at < $4 RETURNING *",
-        )
-        .bind::<Text, _>(OUTCOME_UNKNOWN)
-        .bind::<Timestamptz, _>(now)
-        .bind::<Array<BigInt>, _>(ids)
-        .bind::<Timestamptz, _>(now - stale_after)
-        .get_results(&mut conn)
+        // Left `processing` by a sender that died: failed (never resent), refunded (most such
+        // messages never reached the provider), counted, all in one transaction.
+        conn.transaction(async |conn| {
+            let stale: Vec<Message> = diesel::sql_query(
+                "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
+                 WHERE id = ANY($3) AND status = 'processing' AND updated_at < $4 RETURNING *",
+            )
+            .bind::<Text, _>(OUTCOME_UNKNOWN)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Array<BigInt>, _>(ids)
+            .bind::<Timestamptz, _>(now - stale_after)
+            .get_results(conn)
+            .await?;
+            if let Some(first) = <[Message]>::first(&stale) {
+                let tenant = TenantId(first.tenant_id);
+                let refund: i64 = stale.iter().map(|m| m.price_minor).sum();
+                let note = format!("Refund of {} message(s) whose send outcome is unknown", stale.len());
+                let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
+                settle(conn, &changed, now).await?;
+                accounts::wallet::refund(conn, tenant, refund, &note).await?;
+            }
+            Ok::<_, Error>(())
+        })
         .await?;
-        if !stale.is_empty() {
-            let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
-            conn.transaction(async |conn| settle(conn, &changed, now).await).await?;
-        }
         let pending: Vec<Pending> = diesel::sql_query(
             "SELECT id, tenant_channel_id, status, scheduled_at, updated_at FROM messages
              WHERE id = ANY($1) AND status IN ('queued', 'processing') ORDER BY id",
@@ -173,7 +183,13 @@ impl MessagingService {
         let (claimed, deferred) = {
             let mut conn = self.conn().await?;
             let granted = self.take(&mut conn, channel, ids.len(), now).await?;
-            (claim(&mut conn, &ids[..granted], now).await?, ids[granted..].to_vec())
+            let claimed = claim(&mut conn, &ids[..granted], now).await?;
+            // Granted but not claimed: another sender holds them, or they moved on. Looking
+            // again later costs little and keeps them from being lost if that sender rolls back.
+            let taken: std::collections::HashSet<i64> = claimed.iter().map(|m| m.id).collect();
+            let mut deferred: Vec<i64> = ids[..granted].iter().copied().filter(|id| !taken.contains(id)).collect();
+            deferred.extend_from_slice(&ids[granted..]);
+            (claimed, deferred)
         };
         if claimed.is_empty() {
             return Ok(Sent { recorded: Vec::new(), deferred });
@@ -346,14 +362,17 @@ impl MessagingService {
             };
             // contract: a refused message is refunded (and one never sent costs nothing)
             let refund: i64 = failed.iter().map(|m| m.price_minor).sum();
-            let note = format!("Refund of {} message(s) the provider did not take", failed.len());
-            accounts::wallet::refund(conn, tenant, refund, &note).await?;
+            let refunded = failed.len();
             let changed: Vec<(Message, Delta)> = sent
                 .into_iter()
                 .map(|m| (m, Delta::Sent))
                 .chain(failed.into_iter().map(|m| (m, Delta::Failed)))
                 .collect();
+            // The campaign row before the wallet row, in the order a campaign's dispatch step
+            // and its cancellation take them, so that these never deadlock.
             settle(conn, &changed, now).await?;
+            let note = format!("Refund of {refunded} message(s) the provider did not take");
+            accounts::wallet::refund(conn, tenant, refund, &note).await?;
             for (after, items) in std::mem::take(&mut receipts) {
                 let job = ApplyReceipts { channel_id, receipts: items };
                 let run_at = Some(now + std_duration(after));

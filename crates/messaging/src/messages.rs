@@ -22,7 +22,8 @@ impl MessageRef {
     pub fn parse(raw: &str) -> Self {
         match raw.parse::<i64>() {
             Ok(id) => Self::Id(id),
-            Err(_) => Self::Uid(raw.to_owned()),
+            // no uid holds a NUL (PostgreSQL text cannot), so such a path names nothing
+            Err(_) => Self::Uid(raw.replace('\0', "\u{fffd}")),
         }
     }
 }
@@ -135,7 +136,9 @@ pub async fn list(
     filter: &MessageFilter,
     page: PageRequest,
 ) -> Result<Page<Message>, Error> {
-    let nonempty = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+    // PostgreSQL text cannot hold NUL: such a value matches nothing
+    let nonempty =
+        |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(|v| v.replace('\0', "\u{fffd}"));
     let status = nonempty(&filter.status);
     if let Some(status) = &status
         && crate::status::MessageStatus::parse(status).is_none()

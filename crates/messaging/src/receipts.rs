@@ -165,7 +165,8 @@ async fn log(conn: &mut store::Conn, entry: Logged<'_>, now: OffsetDateTime) -> 
             provider_callbacks::provider_status.eq(entry.provider_status),
             provider_callbacks::message_id.eq(entry.message_id),
             provider_callbacks::outcome.eq(entry.outcome),
-            provider_callbacks::body.eq(String::from_utf8_lossy(entry.body)),
+            // PostgreSQL text cannot hold NUL; the log keeps everything else as received
+            provider_callbacks::body.eq(String::from_utf8_lossy(entry.body).replace('\0', "")),
             provider_callbacks::received_at.eq(now),
         ))
         .execute(conn)
@@ -215,7 +216,8 @@ impl MessagingService {
             Ok(receipt) => receipt,
             Err(error) => return Err(invalid(&mut conn, channel.id, "delivery", body, now, error).await),
         };
-        let gid = receipt.provider_message_id.as_str();
+        let gid = receipt.provider_message_id.replace('\0', "");
+        let gid = gid.as_str();
         let changed = match &receipt.status {
             ReceiptStatus::Pending => Vec::new(),
             status => apply(&mut conn, channel.id, &[ReceiptItem::new(gid.to_owned(), status)], now).await?,
@@ -257,7 +259,13 @@ impl MessagingService {
         let channel = channels::by_callback_token(&mut conn, token).await?;
         let gateway = self.gateways.sms(&channel)?;
         let sms = match gateway.parse_inbound(content_type, body) {
-            Ok(sms) => sms,
+            // PostgreSQL text cannot hold NUL
+            Ok(sms) => providers::InboundSms {
+                provider_message_id: sms.provider_message_id.map(|id| id.replace('\0', "")),
+                from: sms.from.replace('\0', ""),
+                to: sms.to.replace('\0', ""),
+                text: sms.text.replace('\0', ""),
+            },
             Err(error) => return Err(invalid(&mut conn, channel.id, "inbound", body, now, error).await),
         };
         // A provider retrying a callback it thinks we missed: the message is stored once.

@@ -95,13 +95,15 @@ struct Checked {
     media_type: Option<String>,
 }
 
+/// The contract's length limits; a NUL character (which PostgreSQL cannot store) is refused
+/// here too, as bad input rather than a 500.
 fn too_long(errors: &mut BTreeMap<String, Vec<String>>, field: &str, value: Option<&str>, max: usize) {
-    if value.is_some_and(|v| v.chars().count() > max) {
-        errors
-            .entry(field.to_owned())
-            .or_default()
-            .push(format!("The {field} may not be greater than {max} characters."));
-    }
+    let message = match value {
+        Some(v) if v.chars().count() > max => format!("The {field} may not be greater than {max} characters."),
+        Some(v) if v.contains('\0') => format!("The {field} must not contain NUL characters."),
+        _ => return,
+    };
+    errors.entry(field.to_owned()).or_default().push(message);
 }
 
 /// ISO 8601 with an offset or `Z` (contract: `schedule_time`); anything else is a 422.

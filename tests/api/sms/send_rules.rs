@@ -648,3 +648,23 @@ async fn more_than_ten_thousand_distinct_numbers_is_422() {
     assert_eq!(message_rows(&app.pool, acme.tenant()).await, 0);
     assert_eq!(balance(&app, acme.key()).await, START_BALANCE);
 }
+
+/// A NUL character cannot be stored: it is bad input (422 naming the field), never a 500.
+#[actix_web::test]
+async fn a_nul_character_is_refused_as_bad_input() {
+    let app = spawn().await;
+    let acme = sms_account(&app, "all").await;
+    for (body, field) in [
+        (json!({"recipient": "0712345678", "message": "a\u{0}b"}), "message"),
+        (json!({"recipients": ["0712345678\u{0}"]}), "recipients.0"),
+        (json!({"recipient": "0712345678", "sender_id": "AC\u{0}ME"}), "sender_id"),
+    ] {
+        let res = app.post("/api/v3/sms/send", acme.key(), body).await;
+        assert_eq!(res.status, 422, "{field}: {:?}", res.body);
+        assert!(res.body["errors"][field].is_array(), "{field}: {:?}", res.body);
+    }
+    let res = app.post("/api/v3/sms/campaign", acme.key(), json!({"contact_list_id": "1", "message": "x\u{0}"})).await;
+    assert_eq!(res.status, 422, "{:?}", res.body);
+    assert_eq!(app.get("/api/v3/sms/msg_%00", acme.key()).await.status, 404);
+    assert_eq!(app.get("/api/v3/campaign/cmp_%00/view", acme.key()).await.status, 404);
+}

@@ -212,30 +212,46 @@ impl MessagingService {
                     }
                 })
                 .collect();
-            let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
-            let note = format!("Campaign {}: {} message(s)", row.uid, rows.len());
-            if accounts::wallet::debit(conn, tenant, cost, &note).await?.is_err() {
-                // contract: a prepaid balance that cannot afford it pauses the campaign; it
-                // looks again periodically and after each top-up (docs/api.md)
-                diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("paused"),
-                        campaigns::status_reason.eq("The prepaid balance cannot pay for the next batch."),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .execute(conn)
-                    .await?;
-                let job = DispatchCampaign { campaign_id: row.id, token };
-                let run_at =
-                    Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
-                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
-                    .await?;
-                return Ok(());
-            }
+            // Written first and paid for last (a savepoint), so the wallet row is held briefly
+            // and only the messages actually written are charged.
+            let paid = conn
+                .transaction(async |conn| {
+                    let written = crate::send::insert(conn, &rows).await?;
+                    let cost: i64 = written.iter().map(|m| m.price_minor).sum();
+                    let note = format!("Campaign {}: {} message(s)", row.uid, written.len());
+                    match accounts::wallet::debit(conn, tenant, cost, &note).await? {
+                        Ok(_) => Ok(written),
+                        Err(_) => Err(Error::payment_required("The prepaid balance cannot pay for the next batch.")),
+                    }
+                })
+                .await;
+            let written = match paid {
+                Ok(written) => written,
+                Err(e) if e.kind == ErrorKind::PaymentRequired => {
+                    // contract: a prepaid balance that cannot afford it pauses the campaign; it
+                    // looks again periodically and after each top-up (docs/api.md)
+                    diesel::update(campaigns::table.find(row.id))
+                        .set((
+                            campaigns::status.eq("paused"),
+                            campaigns::status_reason.eq(e.message.clone()),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    let job = DispatchCampaign { campaign_id: row.id, token };
+                    let run_at =
+                        Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
+                    // one periodic check per chain, however many top-ups fall short
+                    let dedupe_key = Some(format!("campaign:{}:{token}", row.id));
+                    let options = Enqueue { tenant_id: Some(tenant), run_at, dedupe_key, ..Default::default() };
+                    store::jobs::enqueue(conn, &job, options).await?;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             // A paused campaign that can pay again runs with a new chain, so that any other
             // job holding the old token (a periodic check, a top-up) stops.
             let token = if row.status == "paused" { Uuid::new_v4() } else { token };
-            let written = crate::send::insert(conn, &rows).await?;
             let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
             enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
             let cursor = if finished { last } else { batch.last().map_or(last, |c| c.0) };

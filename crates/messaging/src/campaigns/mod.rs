@@ -140,7 +140,8 @@ pub enum CampaignRef {
 
 impl CampaignRef {
     pub fn parse(raw: &str) -> Self {
-        raw.parse::<i64>().map_or_else(|_| Self::Uid(raw.to_owned()), Self::Id)
+        // no uid holds a NUL (PostgreSQL text cannot), so such a path names nothing
+        raw.parse::<i64>().map_or_else(|_| Self::Uid(raw.replace('\0', "\u{fffd}")), Self::Id)
     }
 }
 
@@ -154,10 +155,14 @@ fn split_ids(raw: &str) -> Vec<String> {
     seen
 }
 
+/// The contract's length limits, and no NUL character (PostgreSQL cannot store one).
 fn too_long(field: &str, value: Option<&str>, max: usize) -> Result<(), Error> {
     match value {
         Some(v) if v.chars().count() > max => {
             Err(Error::field(field, format!("The {field} may not be greater than {max} characters.")))
+        }
+        Some(v) if v.contains('\0') => {
+            Err(Error::field(field, format!("The {field} must not contain NUL characters.")))
         }
         _ => Ok(()),
     }
