@@ -33,7 +33,9 @@ pub struct SendMessages {
 
 impl Job for SendMessages {
     const NAME: &'static str = "messaging.send";
-    const MAX_ATTEMPTS: i32 = 8;
+    // Its messages are paid for and waiting: keep trying through a long outage (the backoff
+    // reaches an hour; 30 attempts span about a day) rather than leave them queued for good.
+    const MAX_ATTEMPTS: i32 = 30;
     type State = MessagingService;
 
     async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {

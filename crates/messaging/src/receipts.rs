@@ -323,11 +323,23 @@ impl MessagingService {
                 created_at: now,
                 updated_at: now,
             };
-            let message: Message = diesel::insert_into(messages::table)
+            let inserted: Option<Message> = diesel::insert_into(messages::table)
                 .values(&row)
+                .on_conflict_do_nothing()
                 .returning(Message::as_returning())
                 .get_result(conn)
-                .await?;
+                .await
+                .optional()?;
+            // A retry of this callback that raced us stored it first (a unique index): that one counts.
+            let Some(message) = inserted else {
+                return Ok(messages::table
+                    .filter(messages::tenant_channel_id.eq(channel.id))
+                    .filter(messages::direction.eq("inbound"))
+                    .filter(messages::gateway_message_id.eq(&sms.provider_message_id))
+                    .select(Message::as_select())
+                    .first(conn)
+                    .await?);
+            };
             settle(conn, &[(message.clone(), Delta::None)], now).await?;
             if opt_out {
                 let reason = format!("Replied {}", keyword.as_deref().unwrap_or_default());
