@@ -96,16 +96,6 @@ impl Message {
     }
 }
 
-/// Writes one event per message, named after its status (`message.sent`...), in the caller's
-/// transaction.
-pub(crate) async fn emit(conn: &mut store::Conn, messages: &[Message], at: OffsetDateTime) -> Result<(), Error> {
-    for message in messages {
-        let name = format!("message.{}", message.status);
-        store::outbox::emit(conn, TenantId(message.tenant_id), &name, message.event_payload(), at).await?;
-    }
-    Ok(())
-}
-
 pub async fn get(conn: &mut store::Conn, tenant: TenantId, message: &MessageRef) -> Result<Message, Error> {
     let query = messages::table.filter(messages::tenant_id.eq(tenant.0)).select(Message::as_select()).into_boxed();
     let query = match message {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::channels::{Channel, RateCard, Route};
-use crate::dispatch::SendMessages;
+use crate::dispatch::{Delta, SendMessages, settle};
 use crate::messages::Message;
 use crate::recipients::Recipient;
 use crate::schema::messages;
@@ -97,7 +97,7 @@ struct Checked {
 
 /// The contract's length limits; a NUL character (which PostgreSQL cannot store) is refused
 /// here too, as bad input rather than a 500.
-fn too_long(errors: &mut BTreeMap<String, Vec<String>>, field: &str, value: Option<&str>, max: usize) {
+pub(crate) fn too_long(errors: &mut BTreeMap<String, Vec<String>>, field: &str, value: Option<&str>, max: usize) {
     let message = match value {
         Some(v) if v.chars().count() > max => format!("The {field} may not be greater than {max} characters."),
         Some(v) if v.contains('\0') => format!("The {field} must not contain NUL characters."),
@@ -301,8 +301,10 @@ impl MessagingService {
                     .collect();
                 let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
                 let messages = insert(conn, &rows).await?;
-                let failed: Vec<Message> = messages.iter().filter(|m| m.status == "failed").cloned().collect();
-                crate::messages::emit(conn, &failed, now).await?;
+                // records failed at creation (invalid, opted out, no route) say so too
+                let failed: Vec<(Message, Delta)> =
+                    messages.iter().filter(|m| m.status == "failed").map(|m| (m.clone(), Delta::None)).collect();
+                settle(conn, &failed, now).await?;
                 let queued: Vec<i64> = messages.iter().filter(|m| m.status == "queued").map(|m| m.id).collect();
                 // A small immediate send is tried before answering; its job waits a little, as
                 // the fallback should this process die mid-way.

@@ -21,7 +21,7 @@ use crate::channels::Route;
 use crate::dispatch::{Delta, settle};
 use crate::messages::Message;
 use crate::schema::{campaigns, messages};
-use crate::send::{NO_ROUTE, parse_schedule};
+use crate::send::{NO_ROUTE, parse_schedule, too_long};
 use crate::status::MessageEvent;
 use crate::{MessagingService, channels};
 
@@ -145,29 +145,6 @@ impl CampaignRef {
     }
 }
 
-fn split_ids(raw: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for token in raw.split(|c: char| c == ',' || c == ';' || c.is_whitespace()).filter(|t| !t.is_empty()) {
-        if !seen.iter().any(|s| s == token) {
-            seen.push(token.to_owned());
-        }
-    }
-    seen
-}
-
-/// The contract's length limits, and no NUL character (PostgreSQL cannot store one).
-fn too_long(field: &str, value: Option<&str>, max: usize) -> Result<(), Error> {
-    match value {
-        Some(v) if v.chars().count() > max => {
-            Err(Error::field(field, format!("The {field} may not be greater than {max} characters.")))
-        }
-        Some(v) if v.contains('\0') => {
-            Err(Error::field(field, format!("The {field} must not contain NUL characters.")))
-        }
-        _ => Ok(()),
-    }
-}
-
 async fn group_summary(conn: &mut store::Conn, group: Option<i64>) -> Result<Option<GroupSummary>, Error> {
     let Some(group) = group else { return Ok(None) };
     let found: Option<(i64, Uuid, String)> = contact_groups::table
@@ -193,11 +170,15 @@ impl MessagingService {
     /// none resolved is a 404. Without a usable route the campaign is created `cancelled`.
     pub async fn create_campaigns(&self, caller: &Caller, req: CampaignRequest) -> Result<CampaignsCreated, Error> {
         let tenant = caller.tenant_id;
-        too_long("contact_list_id", req.contact_list_id.as_deref(), 2_000)?;
-        too_long("message", req.message.as_deref(), 4_096)?;
-        too_long("sender_id", req.sender_id.as_deref(), 64)?;
-        too_long("name", req.name.as_deref(), 160)?;
-        too_long("schedule_time", req.schedule_time.as_deref(), 100)?;
+        let mut errors = std::collections::BTreeMap::new();
+        too_long(&mut errors, "contact_list_id", req.contact_list_id.as_deref(), 2_000);
+        too_long(&mut errors, "message", req.message.as_deref(), 4_096);
+        too_long(&mut errors, "sender_id", req.sender_id.as_deref(), 64);
+        too_long(&mut errors, "name", req.name.as_deref(), 160);
+        too_long(&mut errors, "schedule_time", req.schedule_time.as_deref(), 100);
+        if !errors.is_empty() {
+            return Err(Error::fields(errors));
+        }
         let list = req.contact_list_id.as_deref().map(str::trim).filter(|l| !l.is_empty());
         let Some(list) = list else {
             return Err(Error::field("contact_list_id", "The contact_list_id field is required."));
@@ -209,7 +190,8 @@ impl MessagingService {
         let now = self.clock.now();
         let due = schedule.filter(|at| *at > now);
         let (mut ids, mut uids) = (Vec::new(), Vec::new());
-        let tokens = split_ids(list);
+        // the recipient rules' splitting: comma, semicolon, whitespace; duplicates collapsed
+        let tokens = crate::recipients::split(Some(list), &[]);
         for token in &tokens {
             match ::contacts::GroupRef::parse(token) {
                 Ok(::contacts::GroupRef::Id(id)) => ids.push(id),
