@@ -57,7 +57,9 @@ pub struct TestApp<S> {
     pub pool: store::Pool,
     pub clock: Clock,
     pub messaging: messaging::MessagingService,
+    pub webhooks: webhooks::WebhookService,
     worker: Worker,
+    deliverer: Arc<webhooks::Deliverer>,
     service: S,
 }
 
@@ -97,11 +99,27 @@ async fn build(
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
     let messaging = messaging_service(pool.clone(), clock.clone(), config);
-    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone()).expect("state"));
+    let webhooks = webhooks::WebhookService::new(pool.clone(), clock.clone(), gateway::catalogue(), webhooks_config())
+        .await
+        .expect("webhooks");
+    let state = web::Data::new(
+        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone()).expect("state"),
+    );
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
     let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()));
     let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
-    TestApp { db, pool, clock, messaging, worker, service }
+    let deliverer = webhooks::Deliverer::new(webhooks.clone());
+    TestApp { db, pool, clock, messaging, webhooks, worker, deliverer, service }
+}
+
+/// Webhooks as tests need them: receivers on this machine's loopback are allowed (the one
+/// setting for local development), and a short timeout.
+pub fn webhooks_config() -> webhooks::WebhooksConfig {
+    webhooks::WebhooksConfig {
+        policy: webhooks::guard::Policy { allow_loopback: true },
+        timeout: std::time::Duration::from_secs(2),
+        ..webhooks::WebhooksConfig::default()
+    }
 }
 
 /// The messaging service the way the gateway builds it, with the sandbox as every channel's
@@ -165,14 +183,16 @@ where
 
     /// Runs every job that is due now (by the test's clock), and what those jobs queue for now,
     /// until none is left; answers how many ran.
+    /// Runs due jobs and due webhook deliveries until neither has anything left to do now.
     pub async fn run_jobs(&self) -> usize {
         let mut total = 0;
         loop {
             let ran = self.worker.work_once().await.expect("jobs");
-            if ran == 0 {
+            let delivered = self.deliverer.deliver_due().await.expect("deliveries");
+            if ran + delivered == 0 {
                 return total;
             }
-            total += ran;
+            total += ran + delivered;
         }
     }
 

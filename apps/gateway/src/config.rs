@@ -38,6 +38,7 @@ pub struct Config {
     pub provider_timeout: std::time::Duration,
     pub sandbox: providers::SandboxConfig,
     pub messaging: messaging::MessagingConfig,
+    pub webhooks: webhooks::WebhooksConfig,
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:54329/svc";
@@ -87,6 +88,7 @@ impl Config {
                 keep: parsed("SVC_SANDBOX_KEEP", providers::sandbox::DEFAULT_KEEP)?,
             },
             messaging: messaging_config(job_lease)?,
+            webhooks: webhooks_config()?,
         })
     }
 }
@@ -121,5 +123,17 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
         stale_after: job_lease,
         opt_out_keywords: words("SVC_SMS_OPT_OUT_KEYWORDS", &defaults.opt_out_keywords),
         opt_in_keywords: words("SVC_SMS_OPT_IN_KEYWORDS", &defaults.opt_in_keywords),
+    })
+}
+
+fn webhooks_config() -> Result<webhooks::WebhooksConfig, String> {
+    let defaults = webhooks::WebhooksConfig::default();
+    Ok(webhooks::WebhooksConfig {
+        policy: webhooks::guard::Policy::from_env(),
+        timeout: seconds("SVC_WEBHOOKS_TIMEOUT_SECONDS", defaults.timeout.as_secs())?,
+        concurrency: parsed("SVC_WEBHOOKS_CONCURRENCY", defaults.concurrency)?.max(1),
+        per_receiver: parsed("SVC_WEBHOOKS_PER_RECEIVER", defaults.per_receiver)?.max(1),
+        header_key: var(webhooks::headers::HeaderKey::ENV),
+        ..defaults
     })
 }

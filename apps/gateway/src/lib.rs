@@ -27,6 +27,7 @@ pub struct AppState {
     pub metrics: Metrics,
     pub contacts: contacts::ContactService,
     pub messaging: messaging::MessagingService,
+    pub webhooks: webhooks::WebhookService,
 }
 
 impl AppState {
@@ -35,10 +36,12 @@ impl AppState {
         clock: Clock,
         limiter: RateLimiter,
         messaging: messaging::MessagingService,
+        webhooks: webhooks::WebhookService,
     ) -> Result<Self, kernel::Error> {
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
             messaging,
+            webhooks,
             metrics: Metrics::new().map_err(kernel::Error::internal)?,
             pool,
             clock,
@@ -85,4 +88,19 @@ pub fn messaging_service(
     let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
     let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout);
     Ok(messaging::MessagingService::new(pool, clock, gateways, config.messaging.clone()))
+}
+
+/// The event catalogue with the samples of the domains that exist built by their real payload
+/// code, so a sample cannot drift from what is delivered.
+pub fn catalogue() -> webhooks::catalogue::Catalogue {
+    webhooks::catalogue::Catalogue::standard().with_samples(messaging::events::samples())
+}
+
+/// The webhooks service as configured.
+pub async fn webhook_service(
+    pool: store::Pool,
+    clock: Clock,
+    config: &config::Config,
+) -> Result<webhooks::WebhookService, kernel::Error> {
+    webhooks::WebhookService::new(pool, clock, catalogue(), config.webhooks.clone()).await
 }

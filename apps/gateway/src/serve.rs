@@ -39,11 +39,13 @@ async fn prepare(config: &Config) -> Result<store::Pool, String> {
     store::pool(&config.database_url, config.pool_size).map_err(|e| e.message.clone())
 }
 
+/// The job worker and the webhook delivery loop, stopped together.
 fn start_worker(
     config: &Config,
     pool: store::Pool,
     clock: Clock,
     messaging: messaging::MessagingService,
+    webhooks: webhooks::WebhookService,
 ) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::minutes(5));
     let worker = Worker::new(
@@ -52,8 +54,12 @@ fn start_worker(
         job_registry(&Arc::new(messaging)),
         WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
+    let deliverer = webhooks::Deliverer::new(webhooks);
     let (stop, stopped) = watch::channel(false);
-    let handle = tokio::spawn(worker.run(Some(config.database_url.clone()), stopped));
+    let url = config.database_url.clone();
+    let handle = tokio::spawn(async move {
+        tokio::join!(worker.run(Some(url.clone()), stopped.clone()), deliverer.run(Some(url), stopped));
+    });
     (stop, handle)
 }
 
@@ -68,10 +74,12 @@ pub async fn serve(config: Config) -> Result<(), String> {
         LimiterKind::Postgres => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
     let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
+    let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
     let state = web::Data::new(
-        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone()).map_err(|e| e.message.clone())?,
+        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone())
+            .map_err(|e| e.message.clone())?,
     );
-    let (stop, worker) = start_worker(&config, pool, clock, messaging);
+    let (stop, worker) = start_worker(&config, pool, clock, messaging, webhooks);
     let max_body = config.max_body_bytes;
     let server = HttpServer::new(move || app(state.clone(), max_body))
         .workers(config.http_workers)
@@ -90,7 +98,8 @@ pub async fn work(config: Config) -> Result<(), String> {
     let pool = prepare(&config).await?;
     let clock = Clock::system();
     let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
-    let (stop, worker) = start_worker(&config, pool, clock, messaging);
+    let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
+    let (stop, worker) = start_worker(&config, pool, clock, messaging, webhooks);
     shutdown_signal().await;
     tracing::info!("stopping workers");
     let _ = stop.send(true);

@@ -6,6 +6,7 @@ pub mod blacklist;
 pub mod campaigns;
 pub mod channels;
 pub mod dispatch;
+pub mod events;
 pub mod gateways;
 pub mod messages;
 pub mod personalize;

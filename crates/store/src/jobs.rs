@@ -307,7 +307,7 @@ impl Worker {
     /// the rest are released for another worker.
     pub async fn run(self, listen_url: Option<String>, mut shutdown: watch::Receiver<bool>) {
         let wake = Arc::new(Notify::new());
-        let listener = listen_url.map(|url| tokio::spawn(listen(url, wake.clone())));
+        let listener = listen_url.map(|url| tokio::spawn(listen(url, CHANNEL, wake.clone())));
         let config = self.inner.config.clone();
         let mut running = JoinSet::new();
         while !*shutdown.borrow() {
@@ -371,18 +371,19 @@ impl Worker {
     }
 }
 
-/// Wakes the worker on every `NOTIFY`, reconnecting after a failure; polling covers the gaps.
-async fn listen(url: String, wake: Arc<Notify>) {
+/// Wakes `wake` on every `NOTIFY` of `channel`, reconnecting after a failure; the listener's
+/// owner polls as well, which covers the gaps.
+pub async fn listen(url: String, channel: &'static str, wake: Arc<Notify>) {
     loop {
-        if let Err(error) = listen_once(&url, &wake).await {
-            tracing::warn!(%error, "job listener lost its connection; polling until it is back");
+        if let Err(error) = listen_once(&url, channel, &wake).await {
+            tracing::warn!(%error, channel, "listener lost its connection; polling until it is back");
         }
         wake.notify_one();
         tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     }
 }
 
-async fn listen_once(url: &str, wake: &Notify) -> Result<(), tokio_postgres::Error> {
+async fn listen_once(url: &str, channel: &str, wake: &Notify) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let driver = async {
         loop {
@@ -395,7 +396,7 @@ async fn listen_once(url: &str, wake: &Notify) -> Result<(), tokio_postgres::Err
         }
     };
     let subscribe = async {
-        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        client.batch_execute(&format!("LISTEN {channel}")).await?;
         std::future::pending::<Result<(), tokio_postgres::Error>>().await
     };
     tokio::select! {

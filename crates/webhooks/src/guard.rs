@@ -273,6 +273,13 @@ pub fn check_url(url: &str, policy: &Policy) -> Result<Url, Refusal> {
 /// The check before every attempt. An IP-literal host is checked here because reqwest connects
 /// to it without asking the resolver; a name is checked by [`GuardedResolver`] at connect time.
 pub fn check_target(url: &Url, policy: &Policy) -> Result<(), Refusal> {
+    check_attempt(url, policy, false)
+}
+
+/// [`check_target`] for an endpoint registered over plain http before 26 September 2026, which
+/// keeps receiving over http until its URL is edited (contract: Versioning) when `legacy_http`.
+/// Its addresses are checked all the same.
+pub fn check_attempt(url: &Url, policy: &Policy, legacy_http: bool) -> Result<(), Refusal> {
     let scheme = url.scheme();
     if scheme != "https" && scheme != "http" {
         return Err(Refusal::Scheme(scheme.to_owned()));
@@ -299,7 +306,7 @@ pub fn check_target(url: &Url, policy: &Policy) -> Result<(), Refusal> {
         }
         None => false,
     };
-    if scheme == "http" && !(policy.allow_loopback && to_loopback) {
+    if scheme == "http" && !legacy_http && !(policy.allow_loopback && to_loopback) {
         return Err(Refusal::Scheme(scheme.to_owned()));
     }
     Ok(())

@@ -3,6 +3,7 @@
 pub mod account;
 pub mod contacts;
 pub mod messaging;
+pub mod webhooks;
 
 use actix_web::web;
 
@@ -36,6 +37,27 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/resume").route(web::post().to(messaging::resume_campaign)))
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
+            // webhooks: the fixed paths before `{webhook}`
+            .service(web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)))
+            .service(web::resource("/webhooks/events").route(web::get().to(webhooks::events)))
+            .service(web::resource("/webhooks/notifications").route(web::get().to(webhooks::notifications)))
+            .service(
+                web::resource("/webhooks/{webhook}")
+                    .route(web::get().to(webhooks::get))
+                    .route(web::patch().to(webhooks::update))
+                    .route(web::delete().to(webhooks::delete)),
+            )
+            .service(web::resource("/webhooks/{webhook}/test").route(web::post().to(webhooks::test)))
+            .service(web::resource("/webhooks/{webhook}/rotate-secret").route(web::post().to(webhooks::rotate_secret)))
+            .service(web::resource("/webhooks/{webhook}/recover").route(web::post().to(webhooks::recover)))
+            .service(web::resource("/webhooks/{webhook}/deliveries").route(web::get().to(webhooks::deliveries)))
+            .service(
+                web::resource("/webhooks/{webhook}/deliveries/{delivery}").route(web::get().to(webhooks::delivery)),
+            )
+            .service(
+                web::resource("/webhooks/{webhook}/deliveries/{delivery}/replay")
+                    .route(web::post().to(webhooks::replay)),
+            )
             // contact groups and contacts
             .service(
                 web::resource("/contact-groups")

@@ -156,12 +156,16 @@ async fn group_summary(conn: &mut store::Conn, group: Option<i64>) -> Result<Opt
     Ok(found.map(|(id, uid, name)| GroupSummary { id, uid, name }))
 }
 
+/// The payload of `campaign.completed` and `campaign.failed`.
+pub(crate) fn event_payload(campaign: Campaign, reason: Option<String>) -> serde_json::Value {
+    serde_json::json!({ "campaign": campaign, "reason": reason })
+}
+
 async fn emit(conn: &mut store::Conn, name: &str, row: CampaignRow, now: OffsetDateTime) -> Result<(), Error> {
     let tenant = TenantId(row.tenant_id);
     let reason = row.status_reason.clone();
     let group = group_summary(conn, row.contact_group_id).await?;
-    let payload = serde_json::json!({ "campaign": row.into_campaign(group), "reason": reason });
-    store::outbox::emit(conn, tenant, name, payload, now).await?;
+    store::outbox::emit(conn, tenant, name, event_payload(row.into_campaign(group), reason), now).await?;
     Ok(())
 }
 

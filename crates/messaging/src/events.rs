@@ -1,0 +1,84 @@
+//! Samples of the events messaging emits, built by the same code as the real payloads, for the
+//! webhooks catalogue (`GET /webhooks/events`).
+
+use serde_json::Value;
+use time::macros::datetime;
+use uuid::Uuid;
+
+use crate::Message;
+use crate::campaigns::{Campaign, GroupSummary};
+
+fn message(status: &str) -> Message {
+    let at = datetime!(2026-11-26 09:30 UTC);
+    let inbound = status == "received";
+    Message {
+        id: 48_213,
+        uid: "msg_01JDX4W7Q9M2K8ZC3V5T6N1B0A".to_owned(),
+        tenant_id: 1,
+        direction: if inbound { "inbound" } else { "outbound" }.to_owned(),
+        channel_type: "sms".to_owned(),
+        tenant_channel_id: Some(3),
+        channel_code: Some("africastalking".to_owned()),
+        sender: Some(if inbound { "+255712345678" } else { "DUKA" }.to_owned()),
+        recipient: if inbound { "15050" } else { "+255712345678" }.to_owned(),
+        body: if inbound { "Is my order ready?" } else { "Your order DK-1042 is ready for pickup." }.to_owned(),
+        status: status.to_owned(),
+        media_url: None,
+        media_type: None,
+        gateway_message_id: Some("ATXid_4f1c2a9e8b7d6c5a".to_owned()),
+        error_message: (status == "failed").then(|| "Rejected by the provider: invalid phone number".to_owned()),
+        metadata: None,
+        template_params: None,
+        segments: 1,
+        encoding: "gsm7".to_owned(),
+        price_minor: if inbound { 0 } else { 2_000 },
+        campaign_id: None,
+        scheduled_at: None,
+        created_at: at,
+        updated_at: at,
+        sent_at: (!inbound).then_some(at),
+        delivered_at: (status == "delivered").then_some(at),
+        read_at: None,
+    }
+}
+
+fn campaign(status: &str, reason: Option<&str>) -> Value {
+    let at = datetime!(2026-11-26 09:30 UTC);
+    let campaign = Campaign {
+        id: 812,
+        uid: "cmp_01JDX4Y2H7R4P0QW8E6S3D9F5G".to_owned(),
+        name: "November restock".to_owned(),
+        status: status.to_owned(),
+        status_reason: reason.map(str::to_owned),
+        channel_type: "sms".to_owned(),
+        tenant_channel_id: Some(3),
+        channel_code: Some("africastalking".to_owned()),
+        message: "Hi {{name}}, new stock has arrived at Duka.".to_owned(),
+        sender: Some("DUKA".to_owned()),
+        scheduled_at: None,
+        total_recipients: if status == "completed" { 1_250 } else { 0 },
+        sent_count: if status == "completed" { 1_238 } else { 0 },
+        failed_count: if status == "completed" { 12 } else { 0 },
+        contact_group: Some(GroupSummary {
+            id: 44,
+            uid: Uuid::from_u128(0x6f1d_2c3b_4a59_4e87_9b6a_5c4d_3e2f_1a0b),
+            name: "Dar es Salaam customers".to_owned(),
+        }),
+        created_at: at,
+        updated_at: at,
+        completed_at: (status == "completed").then_some(at),
+    };
+    crate::campaigns::event_payload(campaign, reason.map(str::to_owned))
+}
+
+/// `(event, payload)` for every event messaging emits.
+pub fn samples() -> Vec<(&'static str, Value)> {
+    vec![
+        ("message.sent", message("sent").event_payload()),
+        ("message.delivered", message("delivered").event_payload()),
+        ("message.failed", message("failed").event_payload()),
+        ("message.received", message("received").event_payload()),
+        ("campaign.completed", campaign("completed", None)),
+        ("campaign.failed", campaign("cancelled", Some(crate::send::NO_ROUTE))),
+    ]
+}

@@ -1,0 +1,92 @@
+//! The webhooks service: what the REST routes, the delivery loop and the gateway call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kernel::{Caller, Clock, Error, Permission};
+
+use crate::catalogue::{Catalogue, Listing};
+use crate::guard;
+use crate::headers::HeaderKey;
+
+/// Tunables, from the environment in the gateway (docs/operations.md).
+#[derive(Debug, Clone)]
+pub struct WebhooksConfig {
+    pub policy: guard::Policy,
+    /// The whole attempt, connection to last byte read.
+    pub timeout: Duration,
+    /// Deliveries in flight at once in one process.
+    pub concurrency: usize,
+    /// Deliveries in flight at once to one receiver, so a slow one never holds back the rest.
+    pub per_receiver: usize,
+    /// How long a claimed delivery stays claimed before another process may try it.
+    pub lease: time::Duration,
+    /// Fallback poll when no notification arrives.
+    pub poll_interval: Duration,
+    /// Bytes of a receiver's answer kept in the log.
+    pub excerpt_limit: usize,
+    /// Consecutive failed attempts that pause a receiver.
+    pub pause_after: i32,
+    /// 64 hex digits; without it the database keeps a generated key.
+    pub header_key: Option<String>,
+}
+
+impl Default for WebhooksConfig {
+    fn default() -> Self {
+        Self {
+            policy: guard::Policy::default(),
+            timeout: Duration::from_secs(10),
+            concurrency: 64,
+            per_receiver: 16,
+            lease: time::Duration::minutes(2),
+            poll_interval: Duration::from_secs(1),
+            excerpt_limit: 1_024,
+            pause_after: 50,
+            header_key: None,
+        }
+    }
+}
+
+/// Cheap to clone: everything inside is shared.
+#[derive(Clone)]
+pub struct WebhookService {
+    pub(crate) pool: store::Pool,
+    pub(crate) clock: Clock,
+    pub(crate) catalogue: Arc<Catalogue>,
+    pub(crate) config: Arc<WebhooksConfig>,
+    pub(crate) key: HeaderKey,
+    pub(crate) client: reqwest::Client,
+}
+
+impl WebhookService {
+    /// Loads the header key (making one on first use when none is configured).
+    pub async fn new(pool: store::Pool, clock: Clock, catalogue: Catalogue, config: WebhooksConfig) -> Result<Self, Error> {
+        let key = {
+            let mut conn = store::connect(&pool).await?;
+            HeaderKey::load(&mut conn, config.header_key.as_deref()).await?
+        };
+        if config.header_key.is_none() {
+            tracing::info!("custom webhook header values are sealed with a key kept in the database; set {} to keep it elsewhere", HeaderKey::ENV);
+        }
+        let client = guard::client(config.policy, config.timeout).map_err(Error::internal)?;
+        Ok(Self { pool, clock, catalogue: Arc::new(catalogue), config: Arc::new(config), key, client })
+    }
+
+    pub fn config(&self) -> &WebhooksConfig {
+        &self.config
+    }
+
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+
+    /// `GET /webhooks/events`: the catalogue, grouped, with a sample body for each event.
+    pub fn events(&self, caller: &Caller) -> Result<Listing, Error> {
+        caller.require(Permission::WEBHOOKS_VIEW)?;
+        Ok(self.catalogue.listing())
+    }
+
+    pub(crate) async fn conn(&self) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool).await
+    }
+}
