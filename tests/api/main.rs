@@ -10,3 +10,4 @@ mod openapi;
 mod rate_limit;
 mod smoke;
 mod sms;
+mod webhooks;

@@ -84,9 +84,26 @@ pub async fn spawn_with_messaging(
     build(Limiter::Memory(120), config).await
 }
 
+/// The app with other webhook settings (the address guard's policy, the pause threshold...).
+pub async fn spawn_with_webhooks(
+    config: webhooks::WebhooksConfig,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
+    build_with(Limiter::Memory(120), MessagingConfig::default(), config).await
+}
+
 async fn build(
     limiter: Limiter,
     config: MessagingConfig,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
+    build_with(limiter, config, webhooks_config()).await
+}
+
+async fn build_with(
+    limiter: Limiter,
+    config: MessagingConfig,
+    webhooks_config: webhooks::WebhooksConfig,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
     let db = TestDb::new().await;
@@ -99,7 +116,7 @@ async fn build(
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
     let messaging = messaging_service(pool.clone(), clock.clone(), config);
-    let webhooks = webhooks::WebhookService::new(pool.clone(), clock.clone(), gateway::catalogue(), webhooks_config())
+    let webhooks = webhooks::WebhookService::new(pool.clone(), clock.clone(), gateway::catalogue(), webhooks_config)
         .await
         .expect("webhooks");
     let state = web::Data::new(

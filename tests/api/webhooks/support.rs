@@ -1,0 +1,121 @@
+//! Helpers of the webhook tests: a receiver on this machine's loopback (wiremock, real HTTP),
+//! registration through the API, and a check of every signature with an HMAC computed here,
+//! independently of the service's signing code.
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use api_tests::TestApp;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+pub const WEBHOOKS: &str = "/api/v3/webhooks";
+/// Every permission the webhook routes need, and sending to make events.
+pub const MANAGER: &str = "webhooks.view,webhooks.manage";
+
+/// A receiver on 127.0.0.1 that answers every POST with one response.
+pub struct Receiver {
+    pub server: MockServer,
+}
+
+impl Receiver {
+    pub async fn answering(status: u16) -> Self {
+        Self::with(ResponseTemplate::new(status).set_body_string("thanks")).await
+    }
+
+    pub async fn with(response: ResponseTemplate) -> Self {
+        let server = MockServer::start().await;
+        Mock::given(method("POST")).respond_with(response).mount(&server).await;
+        Self { server }
+    }
+
+    /// Answers differently from now on.
+    pub async fn answer(&self, response: ResponseTemplate) {
+        self.server.reset().await;
+        Mock::given(method("POST")).respond_with(response).mount(&self.server).await;
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}/hooks/in", self.server.uri())
+    }
+
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+
+    /// The bodies received, parsed.
+    pub async fn bodies(&self) -> Vec<Value> {
+        self.requests().await.iter().map(|r| serde_json::from_slice(&r.body).expect("JSON body")).collect()
+    }
+}
+
+/// A URL nothing listens on: a port that was just bound and released.
+pub fn dead_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/hooks/in")
+}
+
+pub fn header<'a>(request: &'a Request, name: &str) -> &'a str {
+    request
+        .headers
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+        .to_str()
+        .unwrap_or_else(|_| panic!("{name} is text"))
+}
+
+/// HMAC-SHA256 from its definition (RFC 2104) over ring's plain SHA-256, so the service's
+/// signing code is checked against something it does not share.
+pub fn hmac_hex(key: &[u8], message: &[u8]) -> String {
+    let sha = |data: &[u8]| ring::digest::digest(&ring::digest::SHA256, data).as_ref().to_vec();
+    let mut block = [0_u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&sha(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let inner: Vec<u8> = block.iter().map(|b| b ^ 0x36).chain(message.iter().copied()).collect();
+    let outer: Vec<u8> = block.iter().map(|b| b ^ 0x5c).chain(sha(&inner)).collect();
+    hex::encode(sha(&outer))
+}
+
+/// What a customer's receiver does: both signatures over the raw bytes with the secret, and a
+/// timestamp no older than five minutes by the receiver's clock.
+#[track_caller]
+pub fn assert_signed(request: &Request, secret: &str, now: OffsetDateTime) {
+    let timestamp = header(request, "x-timestamp");
+    let delivery = header(request, "x-delivery-id");
+    assert_eq!(header(request, "x-signature"), hmac_hex(secret.as_bytes(), &request.body), "X-Signature");
+    let mut signed = format!("{timestamp}.{delivery}.").into_bytes();
+    signed.extend_from_slice(&request.body);
+    assert_eq!(
+        header(request, "x-signature-v2"),
+        format!("sha256={}", hmac_hex(secret.as_bytes(), &signed)),
+        "X-Signature-V2"
+    );
+    let sent: i64 = timestamp.parse().expect("X-Timestamp is Unix seconds");
+    assert!((now.unix_timestamp() - sent).abs() <= 300, "X-Timestamp {sent} is within five minutes of {now}");
+    assert_eq!(header(request, "content-type"), "application/json");
+}
+
+/// `POST /webhooks`, 201 expected: the receiver's id and its secret.
+pub async fn register<S, B>(app: &TestApp<S>, key: &str, url: &str, events: &[&str]) -> (i64, String)
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.post(WEBHOOKS, key, json!({"url": url, "events": events})).await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let id = res.data()["id"].as_i64().expect("id");
+    let secret = res.data()["secret"].as_str().expect("secret").to_owned();
+    (id, secret)
+}
+
+/// Writes an event to the outbox as a domain would (the fan-out does the rest).
+pub async fn emit<S>(app: &TestApp<S>, tenant: kernel::TenantId, name: &str, payload: Value) -> uuid::Uuid {
+    let mut conn = store::connect(&app.pool).await.expect("connection");
+    store::outbox::emit(&mut conn, tenant, name, payload, app.clock.now()).await.expect("emit")
+}
