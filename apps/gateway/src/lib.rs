@@ -93,7 +93,9 @@ pub fn messaging_service(
 /// The event catalogue with the samples of the domains that exist built by their real payload
 /// code, so a sample cannot drift from what is delivered.
 pub fn catalogue() -> webhooks::catalogue::Catalogue {
-    webhooks::catalogue::Catalogue::standard().with_samples(messaging::events::samples())
+    webhooks::catalogue::Catalogue::standard()
+        .with_samples(messaging::events::samples())
+        .with_samples(webhooks::deliver::samples())
 }
 
 /// The webhooks service as configured.

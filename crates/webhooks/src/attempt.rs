@@ -60,6 +60,15 @@ impl Outcome {
         self.status.is_some_and(|s| (200..300).contains(&s))
     }
 
+    /// How a failed attempt reads in a pause reason: "answered with HTTP 503", "timed out"...
+    pub fn describe(&self) -> String {
+        match (self.status, &self.error) {
+            (Some(status), _) => format!("answered with HTTP {status}"),
+            (None, Some(error)) => error.clone(),
+            (None, None) => "got no answer".to_owned(),
+        }
+    }
+
     /// 5xx, 408, 425, 429, a redirect (never followed), a timeout or a connection that failed.
     /// Other 4xx, and targets the guard refuses, are not tried again.
     pub fn retryable(&self) -> bool {
@@ -215,7 +224,14 @@ mod tests {
     use time::macros::datetime;
 
     fn answered(status: u16) -> Outcome {
-        Outcome { status: Some(status), duration_ms: 3, error: None, response_excerpt: None, retry_after: None, refused: false }
+        Outcome {
+            status: Some(status),
+            duration_ms: 3,
+            error: None,
+            response_excerpt: None,
+            retry_after: None,
+            refused: false,
+        }
     }
 
     #[test]
@@ -223,7 +239,10 @@ mod tests {
         let expected = [60, 300, 1_800, 7_200, 21_600];
         for (i, seconds) in expected.into_iter().enumerate() {
             let attempt = i as i32 + 1;
-            assert_eq!(next(Retry::Schedule, attempt, &answered(503), 0.0), Next::RetryAfter(time::Duration::seconds(seconds)));
+            assert_eq!(
+                next(Retry::Schedule, attempt, &answered(503), 0.0),
+                Next::RetryAfter(time::Duration::seconds(seconds))
+            );
             // at most ten percent later
             assert_eq!(
                 next(Retry::Schedule, attempt, &answered(503), 1.0),
@@ -290,7 +309,7 @@ mod tests {
         };
         let delivery = Delivery { delivery_id: "d-1", event: "message.sent", event_id: "e-1", body: b"{\"a\":1}" };
         let now = datetime!(2026-11-26 10:00 UTC);
-        let map = headers(&target, &delivery, now).unwrap();
+        let map = headers(&target, &delivery, now).expect("headers");
         let expected = signing::sign("whsec_test", "d-1", now.unix_timestamp(), b"{\"a\":1}");
         assert_eq!(map["x-signature"], expected.v1.as_str());
         assert_eq!(map["x-signature-v2"], expected.v2.as_str());

@@ -160,14 +160,20 @@ impl Deliverer {
                 headers,
                 legacy_http: claimed.url_changed_at < LEGACY_HTTP_BEFORE,
             };
-            let body = catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
+            let body =
+                catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
             let body = serde_json::to_vec(&body).unwrap_or_default();
             let (delivery_id, event_id) = (claimed.id.to_string(), claimed.event_id.to_string());
-            let delivery =
-                attempt::Delivery { delivery_id: &delivery_id, event: &claimed.event, event_id: &event_id, body: &body };
+            let delivery = attempt::Delivery {
+                delivery_id: &delivery_id,
+                event: &claimed.event,
+                event_id: &event_id,
+                body: &body,
+            };
             let at = service.clock.now();
             let config = &service.config;
-            let outcome = attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await;
+            let outcome =
+                attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await;
             Finished {
                 id: claimed.id,
                 webhook_id: claimed.webhook_id,
@@ -192,9 +198,8 @@ impl Deliverer {
         let service = &self.service;
         let now = service.clock.now();
         let mut deliveries = Rows::default();
-        // per receiver, in the order the attempts ended: whether one succeeded, and how many
-        // failed after the last success
-        let mut receivers: Vec<(i64, bool, i32, i32)> = Vec::new();
+        // per receiver, in the order the attempts ended
+        let mut counts: Vec<Count> = Vec::new();
         for done in &finished {
             let next = attempt::next(catalogue::retry_of(&done.event), done.attempt, &done.outcome, attempt::jitter());
             let (state, next_at) = match next {
@@ -203,23 +208,30 @@ impl Deliverer {
                 Next::Failed => ("failed", None),
             };
             deliveries.push(done, state, next_at);
-            let succeeded = done.outcome.succeeded();
-            match receivers.iter_mut().find(|r| r.0 == done.webhook_id) {
-                Some(r) if succeeded => (r.1, r.2) = (true, 0),
-                Some(r) => r.2 += 1,
-                None => receivers.push((done.webhook_id, succeeded, i32::from(!succeeded), done.failures_before)),
+            let count = match counts.iter_mut().position(|c| c.webhook == done.webhook_id) {
+                Some(i) => &mut counts[i],
+                None => {
+                    counts.push(Count { webhook: done.webhook_id, before: done.failures_before, ..Count::default() });
+                    counts.last_mut().expect("just pushed")
+                }
+            };
+            if done.outcome.succeeded() {
+                (count.reset, count.tail) = (true, 0);
+            } else {
+                count.tail += 1;
+                count.last_failure = Some(done.outcome.describe());
             }
         }
         // nothing to count when a receiver that had no failures only succeeded
-        receivers.retain(|(_, reset, tail, before)| !(*reset && *tail == 0 && *before == 0));
+        counts.retain(|c| !(c.reset && c.tail == 0 && c.before == 0));
         let me = self.id;
         let pause_after = service.config.pause_after;
         let mut conn = service.conn().await?;
         conn.transaction::<_, Error, _>(async |conn| {
-            if !receivers.is_empty() {
-                let paused = count_failures(conn, &receivers, pause_after, now).await?;
-                for webhook in paused {
-                    pause(conn, webhook, now).await?;
+            if !counts.is_empty() {
+                for webhook in count_failures(conn, &counts, pause_after, now).await? {
+                    let last = counts.iter().find(|c| c.webhook == webhook).and_then(|c| c.last_failure.as_deref());
+                    pause(conn, webhook, last.unwrap_or("no answer"), now).await?;
                 }
             }
             deliveries.write(conn, me, now).await
@@ -370,11 +382,24 @@ impl Rows {
     }
 }
 
+/// How a batch of attempts moves one receiver's count of consecutive failures.
+#[derive(Debug, Default)]
+struct Count {
+    webhook: i64,
+    /// An attempt succeeded: the count starts again from `tail`.
+    reset: bool,
+    /// Failures after the last success (or all of them).
+    tail: i32,
+    /// The count when the first of these deliveries was claimed.
+    before: i32,
+    last_failure: Option<String>,
+}
+
 /// Moves the receivers' consecutive-failure counts; answers those that reached the pause
 /// threshold and are not paused yet.
 async fn count_failures(
     conn: &mut store::Conn,
-    receivers: &[(i64, bool, i32, i32)],
+    receivers: &[Count],
     pause_after: i32,
     now: OffsetDateTime,
 ) -> Result<Vec<i64>, Error> {
@@ -386,13 +411,17 @@ async fn count_failures(
          WHERE w.id = r.id
          RETURNING w.id, w.consecutive_failures, w.paused_at",
     )
-    .bind::<Array<BigInt>, _>(receivers.iter().map(|r| r.0).collect::<Vec<_>>())
-    .bind::<Array<Bool>, _>(receivers.iter().map(|r| r.1).collect::<Vec<_>>())
-    .bind::<Array<Integer>, _>(receivers.iter().map(|r| r.2).collect::<Vec<_>>())
+    .bind::<Array<BigInt>, _>(receivers.iter().map(|c| c.webhook).collect::<Vec<_>>())
+    .bind::<Array<Bool>, _>(receivers.iter().map(|c| c.reset).collect::<Vec<_>>())
+    .bind::<Array<Integer>, _>(receivers.iter().map(|c| c.tail).collect::<Vec<_>>())
     .bind::<Timestamptz, _>(now)
     .load(conn)
     .await?;
-    Ok(counted.into_iter().filter(|r| r.consecutive_failures >= pause_after && r.paused_at.is_none()).map(|r| r.id).collect())
+    Ok(counted
+        .into_iter()
+        .filter(|r| r.consecutive_failures >= pause_after && r.paused_at.is_none())
+        .map(|r| r.id)
+        .collect())
 }
 
 #[derive(diesel::QueryableByName)]
@@ -415,21 +444,24 @@ struct PausedRow {
     events: Vec<String>,
     #[diesel(sql_type = Integer)]
     consecutive_failures: i32,
+    #[diesel(sql_type = Text)]
+    paused_reason: String,
 }
 
 /// Pauses a receiver: its waiting deliveries are held, the tenant's webhook managers get a
 /// notification, and `webhook.paused` goes to the tenant's other receivers (the fan-out skips
 /// the paused one).
-async fn pause(conn: &mut store::Conn, webhook: i64, now: OffsetDateTime) -> Result<(), Error> {
-    let reason = "consecutive_failures";
+async fn pause(conn: &mut store::Conn, webhook: i64, last_failure: &str, now: OffsetDateTime) -> Result<(), Error> {
     let rows: Vec<PausedRow> = diesel::sql_query(
-        "UPDATE webhooks SET paused_at = $2, paused_reason = $3, updated_at = $2
+        "UPDATE webhooks
+         SET paused_at = $2, updated_at = $2,
+             paused_reason = consecutive_failures || ' consecutive failed deliveries; the last one ' || $3 || '.'
          WHERE id = $1 AND paused_at IS NULL
-         RETURNING tenant_id, url, events, consecutive_failures",
+         RETURNING tenant_id, url, events, consecutive_failures, paused_reason",
     )
     .bind::<BigInt, _>(webhook)
     .bind::<Timestamptz, _>(now)
-    .bind::<Text, _>(reason)
+    .bind::<Text, _>(last_failure)
     .load(conn)
     .await?;
     let Some(row) = rows.into_iter().next() else { return Ok(()) };
@@ -442,9 +474,9 @@ async fn pause(conn: &mut store::Conn, webhook: i64, now: OffsetDateTime) -> Res
     .execute(conn)
     .await?;
     let message = format!(
-        "Webhook {webhook} ({}) was paused after {} consecutive failed deliveries. New events are held for it. \
-         Fix the endpoint, then replay a failed delivery or POST /webhooks/{webhook}/recover to resume it.",
-        row.url, row.consecutive_failures
+        "Webhook {webhook} ({}) was paused: {} New events are held for it. Fix the endpoint, then replay a \
+         failed delivery or POST /webhooks/{webhook}/recover to resume it.",
+        row.url, row.paused_reason
     );
     diesel::sql_query(
         "INSERT INTO webhook_notifications (tenant_id, webhook_id, kind, message, created_at)
@@ -456,18 +488,38 @@ async fn pause(conn: &mut store::Conn, webhook: i64, now: OffsetDateTime) -> Res
     .bind::<Timestamptz, _>(now)
     .execute(conn)
     .await?;
-    let payload = json!({
-        "webhook": {
-            "id": webhook,
-            "url": row.url,
-            "events": row.events,
-            "status": "paused",
-            "paused_at": now.format(&time::format_description::well_known::Rfc3339).map_err(Error::internal)?,
-            "consecutive_failures": row.consecutive_failures,
-            "reason": reason,
-        }
-    });
+    let payload = paused_payload(webhook, &row.url, &row.events, now, row.consecutive_failures, &row.paused_reason);
     store::outbox::emit(conn, TenantId(row.tenant_id), "webhook.paused", payload, now).await?;
     tracing::warn!(webhook, tenant = row.tenant_id, "webhook paused after consecutive failures");
     Ok(())
+}
+
+/// The payload of `webhook.paused`: never the receiver's headers or secret.
+pub fn paused_payload(
+    webhook: i64,
+    url: &str,
+    events: &[String],
+    paused_at: OffsetDateTime,
+    consecutive_failures: i32,
+    reason: &str,
+) -> Value {
+    json!({
+        "webhook": {
+            "id": webhook,
+            "url": url,
+            "events": events,
+            "status": "paused",
+            "paused_at": paused_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            "consecutive_failures": consecutive_failures,
+            "reason": reason,
+        }
+    })
+}
+
+/// Samples of the events this crate emits, by the code that emits them.
+pub fn samples() -> Vec<(&'static str, Value)> {
+    let at = crate::catalogue::SAMPLE_TIME;
+    let events = ["order.received", "order.status_changed", "order.paid"].map(String::from);
+    let reason = "50 consecutive failed deliveries; the last one answered with HTTP 503.";
+    vec![("webhook.paused", paused_payload(17, "https://hooks.example.com/duka", &events, at, 50, reason))]
 }

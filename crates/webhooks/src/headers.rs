@@ -34,8 +34,7 @@ pub fn refused(name: &str) -> Option<&'static str> {
 
 /// RFC 9110 token characters.
 fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Visible ASCII, spaces and tabs inside; no line breaks (they would start a new header).
@@ -124,8 +123,8 @@ impl HeaderKey {
     }
 
     pub fn from_hex(hex_key: &str) -> Result<Self, Error> {
-        let bytes = hex::decode(hex_key.trim())
-            .map_err(|_| Error::internal(format!("{} must be 64 hex digits", Self::ENV)))?;
+        let bytes =
+            hex::decode(hex_key.trim()).map_err(|_| Error::internal(format!("{} must be 64 hex digits", Self::ENV)))?;
         Self::from_bytes(&bytes)
     }
 
@@ -212,20 +211,23 @@ mod tests {
     use super::*;
 
     fn key() -> HeaderKey {
-        HeaderKey::from_bytes(&[7_u8; 32]).unwrap()
+        HeaderKey::from_bytes(&[7_u8; 32]).expect("sealing works")
     }
 
     #[test]
     fn sealed_values_open_only_under_their_own_name_and_key() {
-        let sealed = key().seal("Authorization", "Bearer abc").unwrap();
+        let sealed = key().seal("Authorization", "Bearer abc").expect("sealing works");
         assert!(!sealed.sealed.contains(&hex::encode("Bearer abc")));
-        assert_eq!(key().open(&sealed).unwrap(), "Bearer abc");
+        assert_eq!(key().open(&sealed).expect("sealing works"), "Bearer abc");
         // the name is bound (any case of it)
-        assert_eq!(key().open(&Sealed { name: "authorization".into(), ..sealed.clone() }).unwrap(), "Bearer abc");
+        assert_eq!(
+            key().open(&Sealed { name: "authorization".into(), ..sealed.clone() }).expect("sealing works"),
+            "Bearer abc"
+        );
         assert!(key().open(&Sealed { name: "X-Other".into(), ..sealed.clone() }).is_err());
-        assert!(HeaderKey::from_bytes(&[8_u8; 32]).unwrap().open(&sealed).is_err());
+        assert!(HeaderKey::from_bytes(&[8_u8; 32]).expect("sealing works").open(&sealed).is_err());
         // two seals of one value differ (fresh nonce)
-        assert_ne!(key().seal("Authorization", "Bearer abc").unwrap().sealed, sealed.sealed);
+        assert_ne!(key().seal("Authorization", "Bearer abc").expect("sealing works").sealed, sealed.sealed);
     }
 
     #[test]
@@ -277,17 +279,17 @@ mod tests {
 
     #[test]
     fn apply_keeps_stored_values_for_nulls_and_refuses_unknown_ones() {
-        let stored = vec![key().seal("X-Keep", "secret").unwrap()];
+        let stored = vec![key().seal("X-Keep", "secret").expect("sealing works")];
         let mut errors = FieldErrors::new();
         let requested = Requested::from([("x-keep".to_owned(), None), ("X-New".to_owned(), Some("v".to_owned()))]);
-        let next = apply(&key(), &stored, requested, &mut errors).unwrap();
+        let next = apply(&key(), &stored, requested, &mut errors).expect("sealing works");
         assert!(errors.is_empty());
         assert_eq!(next.len(), 2);
-        let kept = next.iter().find(|s| s.name == "x-keep").unwrap();
-        assert_eq!(key().open(kept).unwrap(), "secret");
+        let kept = next.iter().find(|s| s.name == "x-keep").expect("sealing works");
+        assert_eq!(key().open(kept).expect("sealing works"), "secret");
 
         let mut errors = FieldErrors::new();
-        apply(&key(), &stored, Requested::from([("X-Missing".to_owned(), None)]), &mut errors).unwrap();
+        apply(&key(), &stored, Requested::from([("X-Missing".to_owned(), None)]), &mut errors).expect("sealing works");
         assert!(errors.into_map().contains_key("headers.X-Missing"));
     }
 }

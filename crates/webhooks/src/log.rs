@@ -395,11 +395,17 @@ impl WebhookService {
             let mut conn = self.conn().await?;
             self.row(&mut conn, caller.tenant_id, webhook).await?
         };
-        let headers = row.sealed_headers().iter().map(|h| Ok((h.name.clone(), self.key.open(h)?))).collect::<Result<_, Error>>()?;
-        let target = Target { url: row.url.clone(), secret: row.secret.clone(), headers, legacy_http: row.legacy_http() };
+        let headers = row
+            .sealed_headers()
+            .iter()
+            .map(|h| Ok((h.name.clone(), self.key.open(h)?)))
+            .collect::<Result<_, Error>>()?;
+        let target =
+            Target { url: row.url.clone(), secret: row.secret.clone(), headers, legacy_http: row.legacy_http() };
         let now = self.clock.now();
         let (delivery_id, event_id) = (Uuid::new_v4().to_string(), Uuid::new_v4());
-        let body = serde_json::to_vec(&catalogue::envelope(event, event_id, now, payload, true)).map_err(Error::internal)?;
+        let body =
+            serde_json::to_vec(&catalogue::envelope(event, event_id, now, payload, true)).map_err(Error::internal)?;
         let event_id = event_id.to_string();
         let delivery = attempt::Delivery { delivery_id: &delivery_id, event, event_id: &event_id, body: &body };
         let outcome =
@@ -413,4 +419,3 @@ impl WebhookService {
         })
     }
 }
-

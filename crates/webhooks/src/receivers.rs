@@ -168,7 +168,10 @@ fn check_events(events: &[String], errors: &mut FieldErrors) -> Vec<String> {
     let mut unique: Vec<String> = Vec::with_capacity(events.len());
     for (i, event) in events.iter().enumerate() {
         if catalogue::find(event).is_none() {
-            errors.add(format!("events.{i}"), format!("\"{event}\" is not an event of the catalogue (GET /webhooks/events)."));
+            errors.add(
+                format!("events.{i}"),
+                format!("\"{event}\" is not an event of the catalogue (GET /webhooks/events)."),
+            );
         } else if !unique.contains(event) {
             unique.push(event.clone());
         }
@@ -321,10 +324,7 @@ impl WebhookService {
             Change::Clear => None,
             Change::Set(raw) => check_filters(&raw, &events, &mut errors),
         };
-        if patch.events.is_some()
-            && filters_kept
-            && filters.is_some()
-            && !events.iter().any(|e| e.starts_with("lead."))
+        if patch.events.is_some() && filters_kept && filters.is_some() && !events.iter().any(|e| e.starts_with("lead."))
         {
             errors.add("filters", "Filters apply to lead events only: remove them or keep a lead event.");
         }

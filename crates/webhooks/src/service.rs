@@ -60,13 +60,21 @@ pub struct WebhookService {
 
 impl WebhookService {
     /// Loads the header key (making one on first use when none is configured).
-    pub async fn new(pool: store::Pool, clock: Clock, catalogue: Catalogue, config: WebhooksConfig) -> Result<Self, Error> {
+    pub async fn new(
+        pool: store::Pool,
+        clock: Clock,
+        catalogue: Catalogue,
+        config: WebhooksConfig,
+    ) -> Result<Self, Error> {
         let key = {
             let mut conn = store::connect(&pool).await?;
             HeaderKey::load(&mut conn, config.header_key.as_deref()).await?
         };
         if config.header_key.is_none() {
-            tracing::info!("custom webhook header values are sealed with a key kept in the database; set {} to keep it elsewhere", HeaderKey::ENV);
+            tracing::info!(
+                "custom webhook header values are sealed with a key kept in the database; set {} to keep it elsewhere",
+                HeaderKey::ENV
+            );
         }
         let client = guard::client(config.policy, config.timeout).map_err(Error::internal)?;
         Ok(Self { pool, clock, catalogue: Arc::new(catalogue), config: Arc::new(config), key, client })

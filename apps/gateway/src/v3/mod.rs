@@ -38,7 +38,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // webhooks: the fixed paths before `{webhook}`
-            .service(web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)))
+            .service(
+                web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)),
+            )
             .service(web::resource("/webhooks/events").route(web::get().to(webhooks::events)))
             .service(web::resource("/webhooks/notifications").route(web::get().to(webhooks::notifications)))
             .service(

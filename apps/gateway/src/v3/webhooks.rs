@@ -40,7 +40,11 @@ pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<NewWebhoo
 /// The account's receivers, oldest first (20 per page by default).
 #[utoipa::path(get, path = "/api/v3/webhooks", tag = "Webhooks", params(PageQuery),
     responses((status = 200, body = Success<Page<Webhook>>), Refusals), security(("bearer" = [])))]
-pub async fn list(auth: Auth, state: web::Data<AppState>, page: web::Query<PageQuery>) -> Result<HttpResponse, ApiError> {
+pub async fn list(
+    auth: Auth,
+    state: web::Data<AppState>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::parse(&page, webhooks::receivers::PER_PAGE)?;
     Ok(ok(state.webhooks.list(&auth.0, page).await?))
 }
