@@ -29,6 +29,16 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/api/v3/campaign/{uid}/resume", &["post"]),
     ("/api/v3/campaign/{uid}/cancel", &["post"]),
     ("/api/v3/messages", &["get"]),
+    ("/api/v3/webhooks", &["get", "post"]),
+    ("/api/v3/webhooks/events", &["get"]),
+    ("/api/v3/webhooks/notifications", &["get"]),
+    ("/api/v3/webhooks/{webhook}", &["get", "patch", "delete"]),
+    ("/api/v3/webhooks/{webhook}/test", &["post"]),
+    ("/api/v3/webhooks/{webhook}/rotate-secret", &["post"]),
+    ("/api/v3/webhooks/{webhook}/recover", &["post"]),
+    ("/api/v3/webhooks/{webhook}/deliveries", &["get"]),
+    ("/api/v3/webhooks/{webhook}/deliveries/{delivery}", &["get"]),
+    ("/api/v3/webhooks/{webhook}/deliveries/{delivery}/replay", &["post"]),
     ("/hooks/sms/{token}/delivery", &["post"]),
     ("/hooks/sms/{token}/inbound", &["post"]),
 ];
@@ -74,7 +84,9 @@ async fn every_documented_operation_is_served() {
             .replace("{group}", "1")
             .replace("{group_id}", "1")
             .replace("{contact}", "ctc_missing")
-            .replace("{uid}", "ctc_missing");
+            .replace("{uid}", "ctc_missing")
+            .replace("{webhook}", "1")
+            .replace("{delivery}", "00000000-0000-0000-0000-000000000000");
         for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
             let res = app.request(&method.to_uppercase(), &concrete, Some(&account.key), None).await;
             assert_ne!(res.status, 405, "{method} {path}: {:?}", res.body);

@@ -63,7 +63,12 @@ pub async fn run(workspace: &Workspace, interrupts: &mut Interrupts, addr: &str)
     println!("API key: {key}");
     println!("curl -s -H 'Authorization: Bearer {key}' http://{addr}/api/v3/me");
 
-    let status = interrupts.run(&mut gateway(&["serve", "--addr", addr])).await?;
+    let mut serve = gateway(&["serve", "--addr", addr]);
+    // Local development: webhook receivers may be on this machine (never on by default).
+    if std::env::var_os("SVC_WEBHOOKS_ALLOW_LOOPBACK").is_none() {
+        serve.env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "1");
+    }
+    let status = interrupts.run(&mut serve).await?;
     Ok(exit_code(status))
 }
 
