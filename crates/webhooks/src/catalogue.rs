@@ -3,7 +3,8 @@
 //! and a sample payload. `GET /webhooks/events` and test sends are built from it. The built-in
 //! samples stand in for domains that do not exist yet; a domain that does replaces them through
 //! [`Catalogue::with_samples`] with payloads made by its real event code, so what the listing
-//! shows cannot drift from what is delivered. Choices where the contract says "not shown" are
+//! shows cannot drift from what is delivered (the same fields; their order carries no meaning,
+//! and the outbox's jsonb keeps its own). Choices where the contract says "not shown" are
 //! listed in `docs/api.md` ("Event catalogue and payloads").
 
 use std::collections::BTreeMap;
@@ -577,7 +578,7 @@ fn catalogue() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// The flat message payload, in the field order of the messaging domain's real one.
+/// The flat message payload, with the fields of the messaging domain's real one.
 fn outgoing_sms() -> Value {
     json!({
         "message_id": 90412,

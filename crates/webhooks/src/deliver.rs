@@ -227,12 +227,14 @@ impl Deliverer {
         let me = self.id;
         let pause_after = service.config.pause_after;
         let mut conn = service.conn().await?;
+        // The common case, successes of healthy receivers, is one statement: atomic as it is.
+        if counts.is_empty() {
+            return deliveries.write(&mut conn, me, now).await;
+        }
         conn.transaction::<_, Error, _>(async |conn| {
-            if !counts.is_empty() {
-                for webhook in count_failures(conn, &counts, pause_after, now).await? {
-                    let last = counts.iter().find(|c| c.webhook == webhook).and_then(|c| c.last_failure.as_deref());
-                    pause(conn, webhook, last.unwrap_or("no answer"), now).await?;
-                }
+            for webhook in count_failures(conn, &counts, pause_after, now).await? {
+                let last = counts.iter().find(|c| c.webhook == webhook).and_then(|c| c.last_failure.as_deref());
+                pause(conn, webhook, last.unwrap_or("no answer"), now).await?;
             }
             deliveries.write(conn, me, now).await
         })
