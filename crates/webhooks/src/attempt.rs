@@ -299,6 +299,36 @@ mod tests {
         assert_eq!(parse_retry_after("soon", now), None);
     }
 
+    /// The attempt itself refuses loopback in every spelling when the policy does, before any
+    /// connection: a listener on this machine proves nothing arrived.
+    #[tokio::test]
+    async fn an_attempt_at_a_forbidden_target_sends_nothing_and_is_not_retried() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let deny = guard::Policy { allow_loopback: false };
+        let client = guard::client(deny, std::time::Duration::from_secs(2)).expect("client");
+        let delivery = Delivery { delivery_id: "d-1", event: "lead.created", event_id: "e-1", body: b"{}" };
+        for url in [
+            format!("http://127.0.0.1:{port}/"),
+            format!("https://127.1:{port}/"),
+            format!("https://0x7f000001:{port}/"),
+            format!("https://2130706433:{port}/"),
+            format!("https://[::ffff:127.0.0.1]:{port}/"),
+            format!("https://localhost:{port}/"),
+            // legacy http endpoints get no exemption from the address rules
+            format!("http://127.0.0.1:{port}/"),
+        ] {
+            let target = Target { url: url.clone(), secret: "s".into(), headers: vec![], legacy_http: true };
+            let outcome = send(&client, &deny, &target, &delivery, datetime!(2026-11-26 10:00 UTC), 100).await;
+            assert!(outcome.refused, "{url}: {outcome:?}");
+            assert_eq!(outcome.status, None);
+            assert!(outcome.error.as_deref().is_some_and(|e| e.starts_with("refused")), "{url}: {outcome:?}");
+            assert_eq!(next(Retry::Schedule, 1, &outcome, 0.0), Next::Failed, "{url}");
+        }
+        let accepted = tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept()).await;
+        assert!(accepted.is_err(), "a connection arrived");
+    }
+
     #[test]
     fn headers_carry_both_signatures_and_the_ids() {
         let target = Target {
