@@ -60,6 +60,18 @@ impl Outcome {
         self.status.is_some_and(|s| (200..300).contains(&s))
     }
 
+    /// An attempt that was not made for a reason of ours (retried like a failed connection).
+    pub fn unsent(error: String) -> Self {
+        Self {
+            status: None,
+            duration_ms: 0,
+            error: Some(error),
+            response_excerpt: None,
+            retry_after: None,
+            refused: false,
+        }
+    }
+
     /// How a failed attempt reads in a pause reason: "answered with HTTP 503", "timed out"...
     pub fn describe(&self) -> String {
         match (self.status, &self.error) {

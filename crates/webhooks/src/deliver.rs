@@ -153,13 +153,8 @@ impl Deliverer {
             let _permit = gate.acquire_owned().await;
             let service = &this.service;
             let sealed: Vec<Sealed> = serde_json::from_value(claimed.headers).unwrap_or_default();
-            let headers = sealed.iter().filter_map(|h| service.key.open(h).ok().map(|v| (h.name.clone(), v))).collect();
-            let target = Target {
-                url: claimed.url,
-                secret: claimed.secret,
-                headers,
-                legacy_http: claimed.url_changed_at < LEGACY_HTTP_BEFORE,
-            };
+            let headers: Result<Vec<_>, Error> =
+                sealed.iter().map(|h| Ok((h.name.clone(), service.key.open(h)?))).collect();
             let body =
                 catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
             let body = serde_json::to_vec(&body).unwrap_or_default();
@@ -172,8 +167,19 @@ impl Deliverer {
             };
             let at = service.clock.now();
             let config = &service.config;
-            let outcome =
-                attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await;
+            let outcome = match headers {
+                Ok(headers) => {
+                    let legacy_http = claimed.url_changed_at < LEGACY_HTTP_BEFORE;
+                    let target = Target { url: claimed.url, secret: claimed.secret, headers, legacy_http };
+                    attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await
+                }
+                // not sent without them (they are often the receiver's credentials); retried, as
+                // the operator may restore the key
+                Err(_) => Outcome::unsent(format!(
+                    "a custom header cannot be opened: was {} changed?",
+                    crate::headers::HeaderKey::ENV
+                )),
+            };
             Finished {
                 id: claimed.id,
                 webhook_id: claimed.webhook_id,
