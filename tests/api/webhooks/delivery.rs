@@ -20,11 +20,13 @@ async fn a_sent_sms_reaches_the_receiver_signed_with_the_event_fields() {
     assert_eq!(requests.len(), 1, "one message.sent (the sandbox receipt comes later)");
     let request = &requests[0];
     assert_signed(request, &secret, app.clock.now());
-    let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&request.body).expect("a JSON body");
     assert_eq!(body["event"], "message.sent");
     assert_eq!(header(request, "x-event"), "message.sent");
-    assert_eq!(header(request, "x-event-id"), body["event_id"].as_str().unwrap());
-    for field in ["message_id", "direction", "sender", "recipient", "status", "body", "media_url", "channel_type", "timestamp"] {
+    assert_eq!(header(request, "x-event-id"), body["event_id"].as_str().expect("event_id"));
+    for field in
+        ["message_id", "direction", "sender", "recipient", "status", "body", "media_url", "channel_type", "timestamp"]
+    {
         assert!(body.get(field).is_some(), "{field} in {body}");
     }
     assert_eq!(body["recipient"], "+255712345678");

@@ -3,4 +3,6 @@
 //! with real receivers on 127.0.0.1.
 
 mod delivery;
+mod management;
+mod retries;
 mod support;
