@@ -74,14 +74,17 @@ CREATE TABLE service_keys (
 );
 
 -- A lead event matches a receiver's filters when each non-empty list names the lead as it is
--- after the change: its stage, one of its labels (by name, any case), its source channel.
+-- after the change: its stage, one of its labels (by name, any case), its source channel (any
+-- case).
 CREATE FUNCTION webhook_lead_matches(filters JSONB, lead JSONB) RETURNS BOOLEAN
 LANGUAGE sql IMMUTABLE AS $$
     SELECT filters IS NULL OR (
         (COALESCE(jsonb_array_length(filters -> 'stages'), 0) = 0
             OR COALESCE(filters -> 'stages' ? (lead ->> 'stage'), false))
         AND (COALESCE(jsonb_array_length(filters -> 'channels'), 0) = 0
-            OR COALESCE(filters -> 'channels' ? (lead ->> 'source_channel'), false))
+            OR EXISTS (
+                SELECT 1 FROM jsonb_array_elements_text(filters -> 'channels') AS f (channel)
+                WHERE lower(f.channel) = lower(lead ->> 'source_channel')))
         AND (COALESCE(jsonb_array_length(filters -> 'labels'), 0) = 0
             OR EXISTS (
                 SELECT 1

@@ -104,8 +104,9 @@ impl Deliverer {
         }
     }
 
-    /// Claims up to `limit` due deliveries, at most `per_receiver` of any one receiver and none
-    /// of a receiver already saturated here, oldest first.
+    /// Claims up to `limit` due deliveries, oldest first: at most `per_receiver` of any one
+    /// receiver (fewer when its failures near the pause, so a pause lands at fifty), and none of
+    /// a receiver already saturated here.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let config = &self.service.config;
         let now = self.service.clock.now();
@@ -117,11 +118,14 @@ impl Deliverer {
                    AND (locked_until IS NULL OR locked_until < $1) AND webhook_id <> ALL ($2)
                  ORDER BY next_attempt_at LIMIT $3 * 4
              ), capped AS (
-                 SELECT id FROM (
-                     SELECT id, next_attempt_at,
+                 -- a failing receiver gets no more than the attempts that would pause it
+                 SELECT c.id FROM (
+                     SELECT id, webhook_id, next_attempt_at,
                             row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n
                      FROM candidates) c
-                 WHERE n <= $4 ORDER BY next_attempt_at LIMIT $3
+                 JOIN webhooks w ON w.id = c.webhook_id
+                 WHERE c.n <= LEAST($4, GREATEST($7 - w.consecutive_failures, 1))
+                 ORDER BY c.next_attempt_at LIMIT $3
              ), locked AS (
                  SELECT d.id FROM webhook_deliveries d JOIN capped USING (id)
                  WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < $1)
@@ -140,6 +144,7 @@ impl Deliverer {
         .bind::<BigInt, _>(config.per_receiver as i64)
         .bind::<SqlUuid, _>(self.id)
         .bind::<Timestamptz, _>(now + config.lease)
+        .bind::<Integer, _>(config.pause_after)
         .get_results(&mut conn)
         .await?;
         Ok(claimed)
