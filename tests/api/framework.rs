@@ -166,3 +166,37 @@ async fn metrics_are_prometheus_text_with_routes_queue_and_pool() {
         "a latency histogram for /api/v3/me:\n{text}"
     );
 }
+
+/// The webhook backlog is visible: a delivery to a receiver that is down waits for its retry,
+/// and `/metrics` counts it and how long the oldest due one has waited.
+#[actix_web::test]
+async fn metrics_show_the_webhook_deliveries_waiting() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let gauge = |text: &str, name: &str| -> f64 {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}:\n{text}"));
+        line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+    };
+    let text = app.request("GET", "/metrics", None, None).await.body.as_str().expect("text").to_owned();
+    assert_eq!(gauge(&text, "webhook_deliveries_pending"), 0.0);
+
+    // a receiver nothing listens on; the event waits for its second attempt
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/in", listener.local_addr().expect("addr"));
+    drop(listener);
+    let res =
+        app.post("/api/v3/webhooks", &account.key, serde_json::json!({"url": url, "events": ["lead.created"]})).await;
+    assert_eq!(res.status, 201, "{:?}", res.body);
+    let mut conn = app.conn().await;
+    store::outbox::emit(&mut conn, account.tenant, "lead.created", serde_json::json!({"lead": {}}), app.clock.now())
+        .await
+        .expect("emit");
+    app.run_jobs().await;
+    app.clock.advance(time::Duration::minutes(10));
+    let text = app.request("GET", "/metrics", None, None).await.body.as_str().expect("text").to_owned();
+    assert_eq!(gauge(&text, "webhook_deliveries_pending"), 1.0);
+    // due after about a minute, so it has waited about nine
+    let age = gauge(&text, "webhook_oldest_due_age_seconds");
+    assert!((500.0..=540.0).contains(&age), "{age}");
+}

@@ -30,13 +30,17 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus text: request counts and latencies, queue depth and age, pool use.
+/// Prometheus text: request counts and latencies, queue depth and age, webhook backlog, pool use.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.set_pool(&state.pool);
     if let Ok(mut conn) = store::connect(&state.pool).await {
         match store::jobs::stats(&mut conn, state.clock.now()).await {
             Ok(stats) => state.metrics.set_queue(&stats),
             Err(error) => tracing::warn!(%error, "reading queue stats failed"),
+        }
+        match webhooks::deliver::backlog(&mut conn, state.clock.now()).await {
+            Ok(backlog) => state.metrics.set_webhooks(&backlog),
+            Err(error) => tracing::warn!(%error, "reading the webhook backlog failed"),
         }
     }
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(state.metrics.render())

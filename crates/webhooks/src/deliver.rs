@@ -536,3 +536,26 @@ pub fn samples() -> Vec<(&'static str, Value)> {
     let reason = "50 consecutive failed deliveries; the last one answered with HTTP 503.";
     vec![("webhook.paused", paused_payload(17, "https://hooks.example.com/duka", &events, at, 50, reason))]
 }
+
+/// What `/metrics` shows of the deliveries waiting (read through the partial index of pending
+/// rows, so its cost follows the backlog, not the log).
+#[derive(Debug, Clone, Default, diesel::QueryableByName)]
+pub struct Backlog {
+    #[diesel(sql_type = BigInt)]
+    pub pending: i64,
+    /// Seconds the oldest due delivery has waited (0 when none).
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    pub oldest_due_age_seconds: f64,
+}
+
+pub async fn backlog(conn: &mut store::Conn, now: OffsetDateTime) -> Result<Backlog, Error> {
+    Ok(diesel::sql_query(
+        "SELECT count(*) AS pending,
+                COALESCE(EXTRACT(EPOCH FROM $1 - min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1)), 0)::float8
+                    AS oldest_due_age_seconds
+         FROM webhook_deliveries WHERE state = 'pending'",
+    )
+    .bind::<Timestamptz, _>(now)
+    .get_result(conn)
+    .await?)
+}

@@ -1,5 +1,5 @@
 //! Prometheus metrics: requests by route and status with latency histograms, the job queue's
-//! depth and oldest due job, and the database pool's use.
+//! depth and oldest due job, the webhook deliveries waiting, and the database pool's use.
 
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -12,6 +12,8 @@ pub struct Metrics {
     latency: HistogramVec,
     jobs: IntGaugeVec,
     oldest_job: GaugeVec,
+    webhooks_pending: IntGaugeVec,
+    oldest_delivery: GaugeVec,
     pool: IntGaugeVec,
 }
 
@@ -32,13 +34,23 @@ impl Metrics {
             Opts::new("job_queue_oldest_ready_age_seconds", "How long the oldest due job has waited"),
             &[],
         )?;
+        let webhooks_pending = IntGaugeVec::new(
+            Opts::new("webhook_deliveries_pending", "Webhook deliveries waiting for an attempt"),
+            &[],
+        )?;
+        let oldest_delivery = GaugeVec::new(
+            Opts::new("webhook_oldest_due_age_seconds", "How long the oldest due webhook delivery has waited"),
+            &[],
+        )?;
         let pool = IntGaugeVec::new(Opts::new("db_pool_connections", "Database pool connections"), &["kind"])?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(jobs.clone()))?;
         registry.register(Box::new(oldest_job.clone()))?;
+        registry.register(Box::new(webhooks_pending.clone()))?;
+        registry.register(Box::new(oldest_delivery.clone()))?;
         registry.register(Box::new(pool.clone()))?;
-        Ok(Self { registry, requests, latency, jobs, oldest_job, pool })
+        Ok(Self { registry, requests, latency, jobs, oldest_job, webhooks_pending, oldest_delivery, pool })
     }
 
     pub fn observe(&self, route: &str, method: &str, status: u16, seconds: f64) {
@@ -51,6 +63,11 @@ impl Metrics {
         self.jobs.with_label_values(&["running"]).set(stats.running);
         self.jobs.with_label_values(&["dead"]).set(stats.dead);
         self.oldest_job.with_label_values(&[] as &[&str]).set(stats.oldest_ready_age_seconds);
+    }
+
+    pub fn set_webhooks(&self, backlog: &webhooks::deliver::Backlog) {
+        self.webhooks_pending.with_label_values(&[] as &[&str]).set(backlog.pending);
+        self.oldest_delivery.with_label_values(&[] as &[&str]).set(backlog.oldest_due_age_seconds);
     }
 
     pub fn set_pool(&self, pool: &store::Pool) {
