@@ -2,7 +2,12 @@
 //! pausing, the delivery log, replay and the address guard, through HTTP against PostgreSQL
 //! with real receivers on 127.0.0.1.
 
+mod access;
 mod delivery;
-mod management;
-mod retries;
+mod fan_out;
+mod pausing;
+mod registration;
+mod schedule;
 mod support;
+mod test_sends;
+mod updates;
