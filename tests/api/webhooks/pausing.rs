@@ -282,3 +282,27 @@ async fn recover_needs_an_rfc3339_since() {
     let res = app.post(&recover, &other.key, json!({"since": "2026-01-01T00:00:00Z"})).await;
     assert_eq!(res.status, 404, "another tenant's receiver: {}", res.body);
 }
+
+#[actix_web::test]
+async fn a_burst_of_failures_pauses_at_fifty_and_holds_the_rest() {
+    // Proves a failing receiver is not given more attempts than would pause it: sixty events
+    // queued at once meet a receiver that is down, and exactly fifty attempts are made before
+    // the pause; the other ten wait, held, with no attempt.
+    let app = api_tests::spawn().await;
+    let acme = app.account(MANAGER).await;
+    let down = Receiver::answering(503).await;
+    let (id, _) = register(&app, &acme.key, &down.url(), &["message.sent"]).await;
+    for n in 1..=60 {
+        emit(&app, acme.tenant, "message.sent", message_sent(n)).await;
+    }
+    app.run_jobs().await;
+
+    assert_eq!(down.requests().await.len(), 50);
+    let state = receiver_state(&app, &acme.key, id).await;
+    assert_eq!((&state["status"], &state["consecutive_failures"]), (&json!("paused"), &json!(50)), "{state}");
+    let held = log(&app, &acme.key, id, "?state=held").await;
+    assert_eq!(held["pagination"]["total"], 10, "{held}");
+    assert!(held["items"].as_array().expect("items").iter().all(|d| d["attempt_count"] == 0), "{held}");
+    let failed = log(&app, &acme.key, id, "?state=failed").await;
+    assert_eq!(failed["pagination"]["total"], 50, "{failed}");
+}
