@@ -4,8 +4,9 @@
 //! channel, a sender id, a rate and wallet credit, load 100,000 contacts through the API, then
 //! for each workload start a fresh gateway, drive it with concurrent connections, run the same
 //! statements as raw SQL against the same database, and report both side by side: a Markdown
-//! table on stdout and the same numbers in target/bench/latest.json. The campaign workload is
-//! one long operation on each side instead (see [`campaign`]).
+//! table on stdout and the same numbers in target/bench/latest.json. The campaign and webhook
+//! workloads are one long operation on each side instead (see [`campaign`], [`webhooks`]).
+//! `--only N` runs workload N alone (and loads no contacts when it reads none).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
@@ -16,6 +17,7 @@ mod load;
 mod report;
 mod sql;
 mod sys;
+mod webhooks;
 
 use std::env;
 use std::fs::{self, OpenOptions};
@@ -58,6 +60,9 @@ const QUICK: Timing = Timing { warmup: Duration::from_secs(1), measure: Duration
 /// Contacts of the campaign workload's group, and with `--quick`.
 const CAMPAIGN_CONTACTS: u64 = 100_000;
 const QUICK_CAMPAIGN_CONTACTS: u64 = 10_000;
+/// Events (so deliveries, with one receiver) of the webhook workload, and with `--quick`.
+const WEBHOOK_DELIVERIES: u64 = 20_000;
+const QUICK_WEBHOOK_DELIVERIES: u64 = 3_000;
 
 /// What one operation of a workload does, on both sides.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -70,6 +75,15 @@ enum Work {
     SmsSend,
     /// One campaign on each side, timed whole (see [`campaign`]).
     Campaign,
+    /// Outbox events delivered to a local receiver, against a plain POST loop (see [`webhooks`]).
+    Webhooks,
+}
+
+impl Work {
+    /// Whether the workload reads the 100,000 loaded contacts, or must run where they are.
+    fn needs_contacts(self) -> bool {
+        self != Self::Webhooks
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -94,13 +108,15 @@ pub struct Workload {
     pub connections: usize,
     /// The least API/raw ratio wanted, if the workload has a target.
     pub min_ratio: Option<f64>,
+    /// The least API rate wanted (items per second), if the workload has a rate target.
+    pub min_rate: Option<f64>,
     /// The p99 wanted, in ms, if the workload has a latency target.
     pub max_p99_ms: Option<f64>,
     /// The most the gateway may hold resident during the workload, in MB.
     pub max_rss_mb: f64,
     /// For the campaign: the longest it may take per 100,000 contacts, in seconds.
     pub max_seconds: Option<f64>,
-    /// What the raw-SQL side runs per operation.
+    /// What the raw side runs per operation (raw SQL, except for the webhook workload).
     pub raw_sql: &'static str,
 }
 
@@ -110,13 +126,14 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 7] = [
+static WORKLOADS: [Workload; 8] = [
     Workload {
         number: 1,
         name: "GET /me",
         work: Work::Me,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.4),
+        min_rate: None,
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -128,6 +145,7 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::CreateContact,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.7),
+        min_rate: None,
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -139,6 +157,7 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::SearchPage,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.4),
+        min_rate: None,
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -150,6 +169,7 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::Batch,
         connections: BATCH_CONNECTIONS,
         min_ratio: Some(0.7),
+        min_rate: None,
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -161,6 +181,7 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::MeSharedLimiter,
         connections: report::CONNECTIONS,
         min_ratio: None,
+        min_rate: None,
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -172,6 +193,7 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::SmsSend,
         connections: report::CONNECTIONS,
         min_ratio: Some(0.5),
+        min_rate: None,
         max_p99_ms: Some(25.0),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -184,12 +206,27 @@ static WORKLOADS: [Workload; 7] = [
         work: Work::Campaign,
         connections: 1,
         min_ratio: None,
+        min_rate: None,
         max_p99_ms: None,
         max_rss_mb: 200.0,
         max_seconds: Some(30.0),
         raw_sql: "authentication lookup; BEGIN; INSERT campaigns; one INSERT messages ... SELECT ... FROM contacts \
                   WHERE group_id with its jobs INSERT ... SELECT (chunks of 500) in the same statement; \
                   UPDATE wallets (debit); INSERT wallet_ledger; UPDATE campaigns; COMMIT",
+    },
+    Workload {
+        number: 8,
+        name: "webhook deliveries",
+        work: Work::Webhooks,
+        connections: webhooks::CONCURRENCY,
+        min_ratio: Some(0.8),
+        min_rate: Some(1_000.0),
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: "not SQL: a plain reqwest loop, 32 tasks POSTing the same envelope to the same receiver, \
+                  signed per request (X-Signature, X-Signature-V2 by ring HMAC-SHA256; X-Timestamp, \
+                  X-Delivery-Id, X-Event, X-Event-Id)",
     },
 ];
 
@@ -206,9 +243,20 @@ struct Setup {
     /// The tenant's sandbox SMS channel and sender id.
     route: SmsRoute,
     campaign_contacts: u64,
+    webhook_deliveries: u64,
 }
 
-pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bool) -> Result<ExitCode> {
+pub async fn bench(
+    workspace: &Workspace,
+    interrupts: &mut Interrupts,
+    quick: bool,
+    only: Option<u8>,
+) -> Result<ExitCode> {
+    let workloads: Vec<&'static Workload> = WORKLOADS.iter().filter(|w| only.is_none_or(|n| w.number == n)).collect();
+    if workloads.is_empty() {
+        let numbers: Vec<String> = WORKLOADS.iter().map(|w| w.number.to_string()).collect();
+        return Err(format!("--only: no workload {}; there are {}", only.unwrap_or(0), numbers.join(", ")).into());
+    }
     // reqwest is built without a default TLS provider (the gateway picks ring); the load
     // generator speaks plain HTTP to 127.0.0.1, but building a client still needs one.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -220,6 +268,9 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bo
         release.args(["run", "--quiet", "--release", "-p", "xtask", "--", "bench"]);
         if quick {
             release.arg("--quick");
+        }
+        if let Some(n) = only {
+            release.args(["--only", &n.to_string()]);
         }
         return Ok(crate::process::exit_code(interrupts.run(&mut release).await?));
     }
@@ -265,8 +316,9 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, quick: bo
         key,
         route,
         campaign_contacts: if quick { QUICK_CAMPAIGN_CONTACTS } else { CAMPAIGN_CONTACTS },
+        webhook_deliveries: if quick { QUICK_WEBHOOK_DELIVERIES } else { WEBHOOK_DELIVERIES },
     };
-    let report = signals.or_stop(measure(&setup, timing)).await?;
+    let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
     let json = out_dir.join("latest.json");
     fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
@@ -349,8 +401,8 @@ fn setting(name: &str, default: &str) -> String {
     env::var(name).map_or_else(|_| format!("{default} (default)"), |v| v.trim().to_owned())
 }
 
-/// Serve, load, and run every workload on both sides.
-async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
+/// Serve, load (when a workload reads the contacts), and run `workloads` on both sides.
+async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload]) -> Result<Report> {
     let api = Arc::new(Api::new(&setup.addr, &setup.key, report::CONNECTIONS)?);
     let db = sql::connect(&setup.database_url).await?;
     let version: String = db.query_one("SHOW server_version", &[]).await?.get(0);
@@ -358,19 +410,32 @@ async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
         .query_one("SELECT key_hash FROM api_keys WHERE key_hash = sha256(convert_to($1, 'UTF8'))", &[&setup.key])
         .await?
         .get(0);
-    let loader = Gateway::start(setup, Limiter::Memory, &api).await?;
     let meter = CpuMeter::new(&setup.cluster_dir)?;
 
-    let (loaded_group, load) = load_contacts(&api, &db, &meter, loader.pid).await?;
-    loader.stop().await?;
+    let (loaded_group, load) = if workloads.iter().any(|w| w.work.needs_contacts()) {
+        let loader = Gateway::start(setup, Limiter::Memory, &api).await?;
+        let (group, load) = load_contacts(&api, &db, &meter, loader.pid).await?;
+        loader.stop().await?;
+        (group, Some(load))
+    } else {
+        println!("xtask: no contacts loaded: no workload of this run reads them");
+        (0, None)
+    };
     db.batch_execute("VACUUM ANALYZE").await?;
 
     let mut outcomes = Vec::new();
-    for workload in &WORKLOADS {
+    for &workload in workloads {
         let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
-        if workload.work == Work::Campaign {
-            outcomes.push(run.campaign(workload).await?);
-            continue;
+        match workload.work {
+            Work::Campaign => {
+                outcomes.push(run.campaign(workload).await?);
+                continue;
+            }
+            Work::Webhooks => {
+                outcomes.push(run.webhooks(workload).await?);
+                continue;
+            }
+            _ => {}
         }
         // A fresh gateway per workload: its pool starts as new as the raw side's connections,
         // with no plans cached by earlier work, and its VmHWM is this workload's peak.
@@ -386,6 +451,7 @@ async fn measure(setup: &Setup, timing: Timing) -> Result<Report> {
             api_cpu: api_side.cpu,
             raw_cpu,
             campaign: None,
+            webhooks: None,
         });
     }
 
@@ -491,7 +557,7 @@ impl Run<'_> {
                 self.api.create_group(&format!("bench: {}. {} ({side})", workload.number, workload.name)).await?
             }
             Work::SearchPage => self.loaded_group,
-            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign => 0,
+            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign | Work::Webhooks => 0,
         })
     }
 
@@ -537,7 +603,9 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign => return Err("the campaign runs as one operation (Run::campaign)".into()),
+            Work::Campaign | Work::Webhooks => {
+                return Err("the campaign and webhook workloads run as one operation per side".into());
+            }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         let rss_mb = sys::peak_rss_mb(gateway.pid).ok();
@@ -598,7 +666,9 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign => return Err("the campaign runs as one operation (Run::campaign)".into()),
+            Work::Campaign | Work::Webhooks => {
+                return Err("the campaign and webhook workloads run as one operation per side".into());
+            }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         drop(db);
@@ -634,12 +704,19 @@ struct Gateway {
 
 impl Gateway {
     async fn start(setup: &Setup, limiter: Limiter, api: &Api) -> Result<Self> {
-        println!("xtask: gateway serve on {} (SVC_RATE_LIMITER={})", setup.addr, limiter.as_str());
+        Self::start_with(setup, limiter, &[], api).await
+    }
+
+    /// As [`Gateway::start`], with `env` set for this gateway alone.
+    async fn start_with(setup: &Setup, limiter: Limiter, env: &[(&str, &str)], api: &Api) -> Result<Self> {
+        let extra: String = env.iter().map(|(name, value)| format!(", {name}={value}")).collect();
+        println!("xtask: gateway serve on {} (SVC_RATE_LIMITER={}{extra})", setup.addr, limiter.as_str());
         let log = OpenOptions::new().append(true).open(&setup.gateway_log)?;
         let mut cmd =
             gateway_command(&setup.gateway, &setup.database_url, &setup.root, &["serve", "--addr", &setup.addr]);
         cmd.env("SVC_RATE_LIMIT_PER_MINUTE", RATE_LIMIT_PER_MINUTE.to_string())
             .env("SVC_RATE_LIMITER", limiter.as_str())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -51,6 +51,9 @@ enum Command {
         /// A few seconds per workload instead of 20, to check that the bench still runs
         #[arg(long)]
         quick: bool,
+        /// Run workload N alone (its number in the report), after the same setup
+        #[arg(long, value_name = "N")]
+        only: Option<u8>,
     },
 }
 
@@ -74,7 +77,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
         Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
-        Command::Bench { quick } => bench::bench(&workspace, &mut interrupts, quick).await,
+        Command::Bench { quick, only } => bench::bench(&workspace, &mut interrupts, quick, only).await,
     }
 }
 

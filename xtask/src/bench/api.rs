@@ -141,6 +141,19 @@ impl Api {
         campaign.get("id").and_then(Value::as_i64).ok_or_else(|| format!("no id in {campaign}").into())
     }
 
+    /// `POST /webhooks`: a receiver of `event` at `url`; its id and signing secret.
+    pub async fn create_webhook(&self, url: &str, event: &str) -> Result<(i64, String)> {
+        let request = json!({ "url": url, "events": [event] });
+        let body = self.call(self.post("/webhooks", &request), StatusCode::CREATED).await;
+        let body = body.map_err(|e| format!("registering the webhook receiver {url}: {e}"))?;
+        let body: Value = serde_json::from_slice(body.as_ref())?;
+        let id = body.pointer("/data/id").and_then(Value::as_i64);
+        match (id, body.pointer("/data/secret").and_then(Value::as_str)) {
+            (Some(id), Some(secret)) => Ok((id, secret.to_owned())),
+            _ => Err(format!("no data.id and data.secret in {body}").into()),
+        }
+    }
+
     /// Creates the 500 contacts of batch `batch` in one request.
     pub async fn batch(&self, group: i64, batch: u64) -> OpResult {
         let contacts: Vec<Value> =

@@ -25,6 +25,8 @@ pub struct Outcome {
     pub raw_cpu: CpuShare,
     /// The campaign workload's own facts; None for the others.
     pub campaign: Option<CampaignFacts>,
+    /// The webhook workload's own facts; None for the others.
+    pub webhooks: Option<WebhookFacts>,
 }
 
 /// One campaign on each side: how many contacts and how long each side took.
@@ -41,6 +43,30 @@ pub struct CampaignFacts {
     pub raw_seconds: f64,
 }
 
+/// The webhook workload: N events delivered on one side, N signed POSTs on the other.
+#[derive(Serialize, Clone)]
+pub struct WebhookFacts {
+    /// Events written, so deliveries (one receiver), and POSTs of the raw side.
+    pub deliveries: u64,
+    /// Deliveries in flight in the gateway (and to the receiver); raw tasks.
+    pub concurrency: usize,
+    /// One raw POST's body, as big as a delivery's.
+    pub body_bytes: usize,
+    /// The `INSERT` of the events, their deliveries written by the fan-out trigger.
+    pub insert_seconds: f64,
+    /// From the `INSERT` until the receiver had counted every delivery.
+    pub api_seconds: f64,
+    /// From the `INSERT` until every delivery was recorded `delivered`.
+    pub recorded_after_s: f64,
+    /// From the first raw POST to the last answer.
+    pub raw_seconds: f64,
+    /// Statements that recorded the attempts (one per batch of attempts ended together).
+    pub record_statements: i64,
+    /// Transactions committed on the database from the `INSERT` until the gateway exited:
+    /// the claims and records, and whatever else the gateway did meanwhile.
+    pub transactions: i64,
+}
+
 #[derive(Serialize)]
 pub struct Report {
     pub date: String,
@@ -50,7 +76,8 @@ pub struct Report {
     pub warmup_s: f64,
     pub duration_s: f64,
     pub connections: usize,
-    pub load: Load,
+    /// None when no workload of the run read the contacts (`--only 8`).
+    pub load: Option<Load>,
     pub workloads: Vec<WorkloadResult>,
 }
 
@@ -99,6 +126,10 @@ pub struct WorkloadResult {
     pub cpu_raw_run: CpuShare,
     /// For the campaign: its rates are messages per second, its p50 and p99 its whole time.
     pub campaign: Option<CampaignFacts>,
+    /// For the webhook workload: its rates are deliveries (POSTs) per second, p50 and p99 its
+    /// whole time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<WebhookFacts>,
     pub targets: Vec<Check>,
 }
 
@@ -156,6 +187,11 @@ impl WorkloadResult {
         if let Some(min) = w.min_ratio {
             targets.push(Check::at_least(format!("API/raw ≥ {min}"), ratio, "", min));
         }
+        if let Some(min) = w.min_rate {
+            let unit = items(outcome);
+            let target = format!("≥ {} {unit}/s", thousands(min as u64));
+            targets.push(Check::at_least(target, api.per_second, "/s", min));
+        }
         if let Some(max) = w.max_p99_ms {
             targets.push(Check::below(format!("p99 < {max} ms"), api.p99_ms, " ms", max));
         }
@@ -173,9 +209,10 @@ impl WorkloadResult {
             let max = w.max_rss_mb;
             targets.push(Check::below(format!("RSS < {max} MB"), rss, " MB", max));
         }
-        let name = match &outcome.campaign {
-            Some(c) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
-            None => w.name.to_owned(),
+        let name = match (&outcome.campaign, &outcome.webhooks) {
+            (Some(c), _) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
+            (None, Some(h)) => format!("{} of {} events", w.name, thousands(h.deliveries)),
+            (None, None) => w.name.to_owned(),
         };
         Self {
             number: w.number,
@@ -189,18 +226,37 @@ impl WorkloadResult {
             cpu_api_run: outcome.api_cpu,
             cpu_raw_run: outcome.raw_cpu,
             campaign: outcome.campaign.clone(),
+            webhooks: outcome.webhooks.clone(),
             targets,
         }
+    }
+
+    /// Whether the workload is one operation per side, timed whole (no latencies to show).
+    fn whole(&self) -> bool {
+        self.campaign.is_some() || self.webhooks.is_some()
     }
 
     fn label(&self) -> String {
         if self.campaign.is_some() {
             format!("{}. {} (messages/s)", self.number, self.name)
+        } else if self.webhooks.is_some() {
+            format!("{}. {} (deliveries/s)", self.number, self.name)
         } else if self.connections == CONNECTIONS {
             format!("{}. {}", self.number, self.name)
         } else {
             format!("{}. {} ({} connections)", self.number, self.name, self.connections)
         }
+    }
+}
+
+/// What a workload's rate counts.
+fn items(outcome: &Outcome) -> &'static str {
+    if outcome.campaign.is_some() {
+        "messages"
+    } else if outcome.webhooks.is_some() {
+        "deliveries"
+    } else {
+        "requests"
     }
 }
 
@@ -285,24 +341,42 @@ impl Report {
             "- Runs: {} s each after a {} s warm-up, {} connections unless noted, load generator on the same machine",
             self.duration_s, self.warmup_s, self.connections
         );
-        let _ = writeln!(
-            out,
-            "- Data: {} contacts in one group, loaded through the batch endpoint ({} requests at once) at {:.0} \
-             contacts/s (CPU: gateway {:.0}%, postgres {:.0}%); each write run writes into a fresh group, deleted \
-             before the next run",
-            self.load.contacts,
-            self.load.in_flight,
-            self.load.contacts_per_second,
-            self.load.cpu.gateway_pct,
-            self.load.cpu.postgres_pct,
-        );
+        if let Some(h) = self.workloads.iter().find_map(|w| w.webhooks.as_ref()) {
+            let _ = writeln!(
+                out,
+                "- Webhooks: gateway with SVC_WEBHOOKS_ALLOW_LOOPBACK=1, SVC_WEBHOOKS_CONCURRENCY={c}, \
+                 SVC_WEBHOOKS_PER_RECEIVER={c}; one receiver in the load generator's process on 127.0.0.1 \
+                 (hyper HTTP/1.1, kept-alive connections, every POST read, counted and answered 200 with an empty \
+                 body, no signature checked); bodies of {} bytes",
+                h.body_bytes,
+                c = h.concurrency,
+            );
+        }
+        match &self.load {
+            Some(load) => {
+                let _ = writeln!(
+                    out,
+                    "- Data: {} contacts in one group, loaded through the batch endpoint ({} requests at once) at \
+                     {:.0} contacts/s (CPU: gateway {:.0}%, postgres {:.0}%); each write run writes into a fresh \
+                     group, deleted before the next run",
+                    load.contacts,
+                    load.in_flight,
+                    load.contacts_per_second,
+                    load.cpu.gateway_pct,
+                    load.cpu.postgres_pct,
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- Data: no contacts loaded (no workload of this run reads them)");
+            }
+        }
 
         let header = ["workload", "API req/s", "p50 ms", "p99 ms", "raw SQL ops/s", "API/raw", "gateway peak RSS MB"];
         let rows: Vec<Vec<String>> = self
             .workloads
             .iter()
             .map(|w| {
-                let (p50, p99) = if w.campaign.is_some() {
+                let (p50, p99) = if w.whole() {
                     ("-".to_owned(), "-".to_owned())
                 } else {
                     (format!("{:.1}", w.api.p50_ms), format!("{:.1}", w.api.p99_ms))
@@ -338,12 +412,32 @@ impl Report {
                 );
             }
         }
+        for w in &self.workloads {
+            if let Some(h) = &w.webhooks {
+                let _ = writeln!(
+                    out,
+                    "\n{}. is one operation per side, its rates deliveries (POSTs) per second: the API side from one \
+                     `INSERT` of {} `message.sent` events (with their deliveries, written by the fan-out trigger, \
+                     {:.2} s) until the receiver had all {} signed POSTs ({:.2} s; all recorded `delivered` after \
+                     {:.2} s), the raw side the same number of signed POSTs from a plain reqwest loop, {} at a time, \
+                     to the same receiver ({:.2} s).",
+                    w.number,
+                    thousands(h.deliveries),
+                    h.insert_seconds,
+                    thousands(h.deliveries),
+                    h.api_seconds,
+                    h.recorded_after_s,
+                    h.concurrency,
+                    h.raw_seconds
+                );
+            }
+        }
         out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
         let _ = writeln!(
             out,
             "p99 < {P99_LIMIT_MS} ms at {CONNECTIONS} connections; gateway RSS < {RSS_LIMIT_MB} MB. \
              SMS send (6): API/raw ≥ 0.5, p99 < 25 ms. Campaign (7): 100,000 contacts all sent in < 30 s, \
-             gateway RSS < 200 MB.\n"
+             gateway RSS < 200 MB. Webhooks (8): API/raw ≥ 0.8, at least 1,000 deliveries/s.\n"
         );
         for w in &self.workloads {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();
