@@ -1,19 +1,19 @@
 //! The delivery loop. Deliveries are their own queue (`webhook_deliveries`): claimed in batches
-//! with `FOR UPDATE SKIP LOCKED` under a lease, attempted concurrently with a bound per receiver,
-//! and recorded in batches. They keep the job queue's guarantees (a crashed process's claims
+//! ahead of need with `FOR UPDATE SKIP LOCKED` under a lease, attempted concurrently with a
+//! bound per process and per receiver, and recorded in batches while the next attempts run. They keep the job queue's guarantees (a crashed process's claims
 //! come back after the lease; attempts are counted; failures stay for inspection) with the
 //! webhook schedule instead of the queue's backoff, and without a job row per delivery.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use tokio::sync::{Notify, Semaphore, watch};
-use tokio::task::JoinSet;
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use uuid::Uuid;
 
 use crate::attempt::{self, Next, Outcome, Target};
@@ -53,7 +53,7 @@ struct Claimed {
     occurred_at: OffsetDateTime,
 }
 
-/// An attempt that ended.
+/// An attempt that ended, or (`outcome: None`) one given back unmade at shutdown.
 #[derive(Debug)]
 struct Finished {
     id: Uuid,
@@ -63,50 +63,74 @@ struct Finished {
     /// The receiver's count of failures when the delivery was claimed.
     failures_before: i32,
     at: OffsetDateTime,
-    outcome: Outcome,
+    outcome: Option<Outcome>,
 }
 
-/// Runs deliveries: `run` is the long-lived loop, `deliver_due` the one-shot tests use.
+/// Claimed deliveries per process, as a multiple of the attempts in flight: the claim query and
+/// the recording are paid once per batch, and the next batch is claimed while attempts run.
+const PREFETCH: usize = 4;
+
+/// A receiver's share of this process: its claimed, unrecorded deliveries, and the permits that
+/// bound its attempts in flight.
+struct Gate {
+    permits: Arc<Semaphore>,
+    claimed: usize,
+}
+
+/// Runs deliveries as a pipeline: claim batches ahead, attempt with bounded concurrency (per
+/// process and per receiver), record the answers in batches while the next attempts run. `run`
+/// is the long-lived loop; `deliver_due` the one-shot tests use.
 pub struct Deliverer {
     service: WebhookService,
     id: Uuid,
-    /// One per receiver with attempts in flight in this process.
-    gates: std::sync::Mutex<HashMap<i64, (Arc<Semaphore>, usize)>>,
+    gates: std::sync::Mutex<HashMap<i64, Gate>>,
+    /// Attempts in flight in this process.
+    slots: Arc<Semaphore>,
+    /// Set at shutdown: claimed deliveries not yet attempted are given back.
+    stopping: AtomicBool,
 }
 
 impl Deliverer {
     pub fn new(service: WebhookService) -> Arc<Self> {
-        Arc::new(Self { service, id: Uuid::new_v4(), gates: Default::default() })
+        let slots = Arc::new(Semaphore::new(service.config.concurrency));
+        Arc::new(Self { service, id: Uuid::new_v4(), gates: Default::default(), slots, stopping: Default::default() })
     }
 
-    /// Receivers with as many deliveries in flight here as they may have.
+    /// The most a receiver may have claimed here at once.
+    fn receiver_share(&self) -> usize {
+        self.service.config.per_receiver * PREFETCH
+    }
+
+    /// Receivers that have claimed their share here.
     fn saturated(&self) -> Vec<i64> {
-        let limit = self.service.config.per_receiver;
+        let share = self.receiver_share();
         let gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
-        gates.iter().filter(|(_, (_, n))| *n >= limit).map(|(id, _)| *id).collect()
+        gates.iter().filter(|(_, gate)| gate.claimed >= share).map(|(id, _)| *id).collect()
     }
 
     fn gate(&self, webhook: i64) -> Arc<Semaphore> {
         let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
-        let entry =
-            gates.entry(webhook).or_insert_with(|| (Arc::new(Semaphore::new(self.service.config.per_receiver)), 0));
-        entry.1 += 1;
-        entry.0.clone()
+        let per_receiver = self.service.config.per_receiver;
+        let gate = gates
+            .entry(webhook)
+            .or_insert_with(|| Gate { permits: Arc::new(Semaphore::new(per_receiver)), claimed: 0 });
+        gate.claimed += 1;
+        gate.permits.clone()
     }
 
     fn ungate(&self, webhook: i64) {
         let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(entry) = gates.get_mut(&webhook) {
-            entry.1 -= 1;
-            if entry.1 == 0 {
+        if let Some(gate) = gates.get_mut(&webhook) {
+            gate.claimed -= 1;
+            if gate.claimed == 0 {
                 gates.remove(&webhook);
             }
         }
     }
 
-    /// Claims up to `limit` due deliveries, oldest first: at most `per_receiver` of any one
+    /// Claims up to `limit` due deliveries, oldest first: at most a receiver's share of any one
     /// receiver (fewer when its failures near the pause, so a pause lands at fifty), and none of
-    /// a receiver already saturated here.
+    /// a receiver that has its share here already.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let config = &self.service.config;
         let now = self.service.clock.now();
@@ -116,7 +140,7 @@ impl Deliverer {
                  SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries
                  WHERE state = 'pending' AND next_attempt_at <= $1
                    AND (locked_until IS NULL OR locked_until < $1) AND webhook_id <> ALL ($2)
-                 ORDER BY next_attempt_at LIMIT $3 * 4
+                 ORDER BY next_attempt_at LIMIT $3 * 2
              ), capped AS (
                  -- a failing receiver gets no more than the attempts that would pause it
                  SELECT c.id FROM (
@@ -141,7 +165,7 @@ impl Deliverer {
         .bind::<Timestamptz, _>(now)
         .bind::<Array<BigInt>, _>(self.saturated())
         .bind::<BigInt, _>(limit as i64)
-        .bind::<BigInt, _>(config.per_receiver as i64)
+        .bind::<BigInt, _>(self.receiver_share() as i64)
         .bind::<SqlUuid, _>(self.id)
         .bind::<Timestamptz, _>(now + config.lease)
         .bind::<Integer, _>(config.pause_after)
@@ -150,94 +174,105 @@ impl Deliverer {
         Ok(claimed)
     }
 
-    /// Starts the attempt of one claimed delivery.
-    fn start(self: &Arc<Self>, running: &mut JoinSet<Finished>, claimed: Claimed) {
+    /// Starts the attempt of one claimed delivery; its end goes to `done`.
+    fn start(self: &Arc<Self>, claimed: Claimed, done: mpsc::UnboundedSender<Finished>) {
         let gate = self.gate(claimed.webhook_id);
         let this = self.clone();
-        running.spawn(async move {
-            let _permit = gate.acquire_owned().await;
-            let service = &this.service;
-            let sealed: Vec<Sealed> = serde_json::from_value(claimed.headers).unwrap_or_default();
-            let headers: Result<Vec<_>, Error> =
-                sealed.iter().map(|h| Ok((h.name.clone(), service.key.open(h)?))).collect();
-            let body =
-                catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
-            let body = serde_json::to_vec(&body).unwrap_or_default();
-            let (delivery_id, event_id) = (claimed.id.to_string(), claimed.event_id.to_string());
-            let delivery = attempt::Delivery {
-                delivery_id: &delivery_id,
-                event: &claimed.event,
-                event_id: &event_id,
-                body: &body,
-            };
-            let at = service.clock.now();
-            let config = &service.config;
-            let outcome = match headers {
-                Ok(headers) => {
-                    let legacy_http = claimed.url_changed_at < LEGACY_HTTP_BEFORE;
-                    let target = Target { url: claimed.url, secret: claimed.secret, headers, legacy_http };
-                    attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await
-                }
-                // not sent without them (they are often the receiver's credentials); retried, as
-                // the operator may restore the key
-                Err(_) => Outcome::unsent(format!(
-                    "a custom header cannot be opened: was {} changed?",
-                    crate::headers::HeaderKey::ENV
-                )),
-            };
-            Finished {
-                id: claimed.id,
-                webhook_id: claimed.webhook_id,
-                event: claimed.event,
-                attempt: claimed.attempts,
-                failures_before: claimed.consecutive_failures,
-                at,
-                outcome,
-            }
+        tokio::spawn(async move {
+            // the receiver's permit first: a delivery waiting for a slow receiver holds no slot
+            let _mine = gate.acquire_owned().await;
+            let _slot = this.slots.clone().acquire_owned().await;
+            let _ = done.send(this.attempt(claimed).await);
         });
     }
 
-    /// Records what a batch of attempts came to, in one transaction: the attempts' log, each
-    /// delivery's next state, the receivers' failure counts, and any pause they cause.
-    async fn record(&self, finished: Vec<Finished>) -> Result<(), Error> {
-        if finished.is_empty() {
-            return Ok(());
+    async fn attempt(&self, claimed: Claimed) -> Finished {
+        let service = &self.service;
+        let at = service.clock.now();
+        let mut finished = Finished {
+            id: claimed.id,
+            webhook_id: claimed.webhook_id,
+            event: claimed.event.clone(),
+            attempt: claimed.attempts,
+            failures_before: claimed.consecutive_failures,
+            at,
+            outcome: None,
+        };
+        if AtomicBool::load(&self.stopping, Ordering::Relaxed) {
+            return finished;
         }
+        let sealed: Vec<Sealed> = serde_json::from_value(claimed.headers).unwrap_or_default();
+        let headers: Result<Vec<_>, Error> =
+            sealed.iter().map(|h| Ok((h.name.clone(), service.key.open(h)?))).collect();
+        let body = catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let (delivery_id, event_id) = (claimed.id.to_string(), claimed.event_id.to_string());
+        let delivery =
+            attempt::Delivery { delivery_id: &delivery_id, event: &claimed.event, event_id: &event_id, body: &body };
+        let config = &service.config;
+        finished.outcome = Some(match headers {
+            Ok(headers) => {
+                let legacy_http = claimed.url_changed_at < LEGACY_HTTP_BEFORE;
+                let target = Target { url: claimed.url, secret: claimed.secret, headers, legacy_http };
+                attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await
+            }
+            // not sent without them (they are often the receiver's credentials); retried, as
+            // the operator may restore the key
+            Err(_) => Outcome::unsent(format!(
+                "a custom header cannot be opened: was {} changed?",
+                crate::headers::HeaderKey::ENV
+            )),
+        });
+        finished
+    }
+
+    /// Records what a batch of attempts came to, in one transaction: the attempts' log, each
+    /// delivery's next state, the receivers' failure counts, and any pause they cause. Claims
+    /// given back unmade are released.
+    async fn record(&self, finished: Vec<Finished>) -> Result<(), Error> {
         for done in &finished {
             self.ungate(done.webhook_id);
         }
+        let (finished, unmade): (Vec<_>, Vec<_>) = finished.into_iter().partition(|f| f.outcome.is_some());
         let service = &self.service;
+        let mut conn = service.conn().await?;
+        if !unmade.is_empty() {
+            release(&mut conn, self.id, unmade.iter().map(|f| f.id).collect()).await?;
+        }
+        if finished.is_empty() {
+            return Ok(());
+        }
         let now = service.clock.now();
         let mut deliveries = Rows::default();
         // per receiver, in the order the attempts ended
         let mut counts: Vec<Count> = Vec::new();
         for done in &finished {
-            let next = attempt::next(catalogue::retry_of(&done.event), done.attempt, &done.outcome, attempt::jitter());
+            let Some(outcome) = &done.outcome else { continue };
+            let next = attempt::next(catalogue::retry_of(&done.event), done.attempt, outcome, attempt::jitter());
             let (state, next_at) = match next {
                 Next::Delivered => ("delivered", None),
                 Next::RetryAfter(wait) => ("pending", Some(done.at + wait)),
                 Next::Failed => ("failed", None),
             };
-            deliveries.push(done, state, next_at);
-            let count = match counts.iter_mut().position(|c| c.webhook == done.webhook_id) {
+            deliveries.push(done, outcome, state, next_at);
+            let count = match counts.iter().position(|c| c.webhook == done.webhook_id) {
                 Some(i) => &mut counts[i],
                 None => {
                     counts.push(Count { webhook: done.webhook_id, before: done.failures_before, ..Count::default() });
                     counts.last_mut().expect("just pushed")
                 }
             };
-            if done.outcome.succeeded() {
+            if outcome.succeeded() {
                 (count.reset, count.tail) = (true, 0);
             } else {
                 count.tail += 1;
-                count.last_failure = Some(done.outcome.describe());
+                count.last_failure = Some(outcome.describe());
             }
         }
         // nothing to count when a receiver that had no failures only succeeded
         counts.retain(|c| !(c.reset && c.tail == 0 && c.before == 0));
         let me = self.id;
         let pause_after = service.config.pause_after;
-        let mut conn = service.conn().await?;
         // The common case, successes of healthy receivers, is one statement: atomic as it is.
         if counts.is_empty() {
             return deliveries.write(&mut conn, me, now).await;
@@ -257,57 +292,55 @@ impl Deliverer {
     pub async fn deliver_due(self: &Arc<Self>) -> Result<usize, Error> {
         let mut total = 0;
         loop {
-            let claimed = self.claim(self.service.config.concurrency).await?;
+            let claimed = self.claim(self.service.config.concurrency * PREFETCH).await?;
             if claimed.is_empty() {
                 return Ok(total);
             }
             total += claimed.len();
-            let mut running = JoinSet::new();
+            let (done, mut ended) = mpsc::unbounded_channel();
             for c in claimed {
-                self.start(&mut running, c);
+                self.start(c, done.clone());
             }
+            drop(done);
             let mut finished = Vec::new();
-            while let Some(done) = running.join_next().await {
-                finished.push(done.map_err(Error::internal)?);
+            while let Some(f) = ended.recv().await {
+                finished.push(f);
             }
             self.record(finished).await?;
         }
     }
 
-    /// Runs until `shutdown` turns true: claims while there is room, wakes on the fan-out's
-    /// notifications (when `listen_url` is given) or polls, records attempts as they end.
-    /// Attempts still running at shutdown are recorded before it returns; claims not started
-    /// come back to any process after the lease.
+    /// Runs until `shutdown` turns true. Claims a batch whenever fewer than half the prefetch
+    /// are claimed and unrecorded; wakes on the fan-out's notifications (when `listen_url` is
+    /// given), on recorded batches, or by polling. A recorder task writes what attempts came to,
+    /// batch by batch, while the next attempts run. At shutdown, attempts under way finish
+    /// (within `shutdown_grace`) and are recorded, and claims not yet attempted are released.
     pub async fn run(self: Arc<Self>, listen_url: Option<String>, mut shutdown: watch::Receiver<bool>) {
         let wake = Arc::new(Notify::new());
         let listener = listen_url.map(|url| tokio::spawn(store::jobs::listen(url, CHANNEL, wake.clone())));
         let config = self.service.config.clone();
-        let mut running: JoinSet<Finished> = JoinSet::new();
+        let prefetch = config.concurrency * PREFETCH;
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let (done, ended) = mpsc::unbounded_channel();
+        let recorder = tokio::spawn(self.clone().recorder(ended, outstanding.clone(), wake.clone()));
         while !*shutdown.borrow() {
-            let free = config.concurrency.saturating_sub(running.len());
+            let claimed_now = AtomicUsize::load(&outstanding, Ordering::Acquire);
             let mut more = false;
-            if free > 0 {
-                match self.claim(free).await {
+            if claimed_now <= prefetch / 2 {
+                let room = prefetch - claimed_now;
+                match self.claim(room).await {
                     Ok(claimed) => {
-                        more = claimed.len() == free;
+                        more = claimed.len() == room;
+                        outstanding.fetch_add(claimed.len(), Ordering::AcqRel);
                         for c in claimed {
-                            self.start(&mut running, c);
+                            self.start(c, done.clone());
                         }
                     }
                     Err(error) => tracing::error!(%error, "claiming webhook deliveries failed"),
                 }
             }
             tokio::select! {
-                Some(done) = running.join_next(), if !running.is_empty() => {
-                    let mut finished: Vec<Finished> = done.into_iter().collect();
-                    while let Some(done) = running.try_join_next() {
-                        finished.extend(done);
-                    }
-                    if let Err(error) = self.record(finished).await {
-                        tracing::error!(%error, "recording webhook attempts failed");
-                    }
-                }
-                _ = wake.notified(), if !more => {}
+                _ = wake.notified() => {}
                 _ = tokio::time::sleep(config.poll_interval), if !more => {}
                 changed = shutdown.changed() => {
                     if changed.is_err() {
@@ -319,14 +352,52 @@ impl Deliverer {
         if let Some(listener) = listener {
             listener.abort();
         }
-        let mut finished = Vec::new();
-        while let Some(done) = running.join_next().await {
-            finished.extend(done);
-        }
-        if let Err(error) = self.record(finished).await {
-            tracing::error!(%error, "recording webhook attempts at shutdown failed");
+        self.stopping.store(true, Ordering::Relaxed);
+        drop(done);
+        // every attempt ends within the request timeout; claims not started give themselves back
+        let grace = config.timeout + std::time::Duration::from_secs(5);
+        if tokio::time::timeout(grace, recorder).await.is_err() {
+            tracing::warn!("webhook attempts still running at shutdown; their claims come back after the lease");
         }
     }
+
+    /// Records ended attempts batch by batch (whatever has arrived, up to a bound), and wakes the
+    /// claiming loop as room frees up.
+    async fn recorder(
+        self: Arc<Self>,
+        mut ended: mpsc::UnboundedReceiver<Finished>,
+        outstanding: Arc<AtomicUsize>,
+        wake: Arc<Notify>,
+    ) {
+        const MOST: usize = 512;
+        while let Some(first) = ended.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < MOST
+                && let Ok(next) = ended.try_recv()
+            {
+                batch.push(next);
+            }
+            let n = batch.len();
+            if let Err(error) = self.record(batch).await {
+                tracing::error!(%error, "recording webhook attempts failed; their claims come back after the lease");
+            }
+            outstanding.fetch_sub(n, Ordering::AcqRel);
+            wake.notify_one();
+        }
+    }
+}
+
+/// Gives claims back unmade: due again at once, the claim not counted as an attempt.
+async fn release(conn: &mut store::Conn, me: Uuid, ids: Vec<Uuid>) -> Result<(), Error> {
+    diesel::sql_query(
+        "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL, attempts = attempts - 1
+         WHERE id = ANY ($1) AND locked_by = $2",
+    )
+    .bind::<Array<SqlUuid>, _>(ids)
+    .bind::<SqlUuid, _>(me)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// The columns of a batch of recorded attempts.
@@ -344,16 +415,16 @@ struct Rows {
 }
 
 impl Rows {
-    fn push(&mut self, done: &Finished, state: &'static str, next_at: Option<OffsetDateTime>) {
+    fn push(&mut self, done: &Finished, outcome: &Outcome, state: &'static str, next_at: Option<OffsetDateTime>) {
         self.ids.push(done.id);
         self.states.push(state);
         self.next_at.push(next_at);
         self.numbers.push(done.attempt);
         self.at.push(done.at);
-        self.statuses.push(done.outcome.status.map(i32::from));
-        self.durations.push(done.outcome.duration_ms);
-        self.errors.push(done.outcome.error.clone());
-        self.excerpts.push(done.outcome.response_excerpt.clone());
+        self.statuses.push(outcome.status.map(i32::from));
+        self.durations.push(outcome.duration_ms);
+        self.errors.push(outcome.error.clone());
+        self.excerpts.push(outcome.response_excerpt.clone());
     }
 
     /// One statement: the deliveries still claimed by this process move on (a retry of a paused
