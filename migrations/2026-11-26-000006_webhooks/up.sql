@@ -39,10 +39,13 @@ CREATE TABLE webhook_deliveries (
     replay_of        UUID,
     created_at       TIMESTAMPTZ NOT NULL,
     updated_at       TIMESTAMPTZ NOT NULL
-);
+-- room in each page, so a claim (no indexed column changes) is a HOT update
+) WITH (fillfactor = 80);
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_log ON webhook_deliveries (webhook_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_held ON webhook_deliveries (webhook_id) WHERE state = 'held';
+-- recover skips failures already replayed
+CREATE INDEX webhook_deliveries_replays ON webhook_deliveries (replay_of) WHERE replay_of IS NOT NULL;
 
 CREATE TABLE webhook_attempts (
     delivery_id       UUID NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
