@@ -28,6 +28,7 @@ pub struct AppState {
     pub contacts: contacts::ContactService,
     pub messaging: messaging::MessagingService,
     pub webhooks: webhooks::WebhookService,
+    pub leads: leads::LeadService,
 }
 
 impl AppState {
@@ -37,9 +38,11 @@ impl AppState {
         limiter: RateLimiter,
         messaging: messaging::MessagingService,
         webhooks: webhooks::WebhookService,
+        public_url: &str,
     ) -> Result<Self, kernel::Error> {
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
+            leads: leads::LeadService::new(pool.clone(), clock.clone(), public_url.to_owned()),
             messaging,
             webhooks,
             metrics: Metrics::new().map_err(kernel::Error::internal)?,

@@ -76,7 +76,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
     let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
     let state = web::Data::new(
-        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone())
+        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone(), &config.public_url)
             .map_err(|e| e.message.clone())?,
     );
     let (stop, worker) = start_worker(&config, pool, clock, messaging, webhooks);

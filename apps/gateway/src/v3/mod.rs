@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod contacts;
+pub mod leads;
 pub mod messaging;
 pub mod webhooks;
 
@@ -37,6 +38,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/resume").route(web::post().to(messaging::resume_campaign)))
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
+            // leads
+            .service(web::resource("/leads").route(web::post().to(leads::upsert)))
+            .service(web::resource("/leads/{lead}").route(web::get().to(leads::get)))
+            .service(web::resource("/leads/{lead}/stage").route(web::post().to(leads::stage)))
             // webhooks: the fixed paths before `{webhook}`
             .service(
                 web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)),

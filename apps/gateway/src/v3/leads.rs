@@ -1,0 +1,92 @@
+//! Leads (contract: Leads). Every rule lives in `leads::LeadService`; these handlers parse,
+//! wrap, and keep the `Idempotency-Key` replay of the upsert.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use leads::read::parse_id;
+use leads::stage::StageChange;
+use leads::{Lead, UpsertLead, Upserted};
+use serde_json::{Value, json};
+use store::idempotency::{self, Idempotency};
+
+use crate::AppState;
+use crate::docs::{ErrorEnvelope, Refusals, Success};
+use crate::http::{ApiError, Auth, Json, ok};
+
+const UPSERT_SCOPE: &str = "leads.upsert";
+
+/// Create or update the lead of a person found by phone (any common form) or email.
+#[utoipa::path(post, path = "/api/v3/leads", tag = "Leads", request_body = UpsertLead,
+    params(("Idempotency-Key" = Option<String>, Header, description = "replays the first answer for 24 hours")),
+    responses((status = 201, body = Success<Upserted>, description = "a lead was created"),
+        (status = 200, body = Success<Upserted>, description = "an existing lead was updated"),
+        (status = 409, body = ErrorEnvelope, description = "won_locked, or the person's lead is not visible to the key's issuer"),
+        (status = 422, body = ErrorEnvelope, description = "invalid, reason_required or nothing_to_identify (in `reason`)"),
+        Refusals), security(("bearer" = [])))]
+pub async fn upsert(
+    auth: Auth,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let key = request
+        .headers()
+        .get("Idempotency-Key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned);
+    let Some(key) = key else {
+        return Ok(answer(state.leads.upsert(&auth.0, body.0).await?));
+    };
+    let tenant = auth.0.tenant_id;
+    let fingerprint = idempotency::fingerprint(&[serde_json::to_vec(&body.0).unwrap_or_default().as_slice()]);
+    let mut conn = store::connect(&state.pool).await?;
+    match idempotency::begin(&mut conn, tenant, UPSERT_SCOPE, &key, &fingerprint, state.clock.now()).await? {
+        Idempotency::Replay { status, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            Ok(HttpResponse::build(status).insert_header(("X-Idempotent-Replay", "1")).json(body))
+        }
+        Idempotency::Started => match state.leads.upsert(&auth.0, body.0).await {
+            Ok(upserted) => {
+                let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
+                let envelope = json!({ "status": "success", "data": upserted });
+                idempotency::complete(&mut conn, tenant, UPSERT_SCOPE, &key, status.as_u16(), &envelope).await?;
+                Ok(HttpResponse::build(status).json(envelope))
+            }
+            Err(error) => {
+                // a refused request does not hold the key: it may be sent again, corrected
+                idempotency::abandon(&mut conn, tenant, UPSERT_SCOPE, &key).await?;
+                Err(error.into())
+            }
+        },
+    }
+}
+
+fn answer(upserted: Upserted) -> HttpResponse {
+    let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
+    crate::http::envelope::with_status(status, upserted)
+}
+
+/// One lead, with the person's identities and a possible duplicate.
+#[utoipa::path(get, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.get(&auth.0, parse_id(&path)?).await?))
+}
+
+/// Move a lead to any stage, reopening included; `lost` and `unqualified` need a reason.
+#[utoipa::path(post, path = "/api/v3/leads/{lead}/stage", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    request_body = StageChange,
+    responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope, description = "invalid or reason_required (in `reason`)"), Refusals),
+    security(("bearer" = [])))]
+pub async fn stage(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<StageChange>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.set_stage(&auth.0, parse_id(&path)?, body.0).await?))
+}

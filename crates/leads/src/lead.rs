@@ -1,0 +1,325 @@
+//! The Lead resource (contract: Lead, Lead stage): the stored row, and the record the API shows.
+
+use std::collections::BTreeMap;
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use kernel::{Error, TenantId};
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::schema::{lead_identities, lead_label_links, lead_labels, leads, users};
+
+/// The contract's stages, in pipeline order.
+pub const STAGES: [(&str, &str); 7] = [
+    ("new", "New"),
+    ("contacted", "Contacted"),
+    ("qualified", "Qualified"),
+    ("opportunity", "Opportunity"),
+    ("won", "Won"),
+    ("lost", "Lost"),
+    ("unqualified", "Unqualified"),
+];
+
+pub fn stage_label(stage: &str) -> &'static str {
+    STAGES.iter().find(|(key, _)| *key == stage).map_or("", |(_, label)| label)
+}
+
+pub fn is_stage(stage: &str) -> bool {
+    STAGES.iter().any(|(key, _)| *key == stage)
+}
+
+/// `won`, `lost` and `unqualified` close a lead.
+pub fn closes(stage: &str) -> bool {
+    matches!(stage, "won" | "lost" | "unqualified")
+}
+
+/// `lost` and `unqualified` need a reason.
+pub fn needs_reason(stage: &str) -> bool {
+    matches!(stage, "lost" | "unqualified")
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = leads)]
+pub(crate) struct Row {
+    pub id: Uuid,
+    pub tenant_id: i64,
+    pub name: Option<String>,
+    pub title: Option<String>,
+    pub company: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub location: Option<String>,
+    pub stage: String,
+    pub closed_at: Option<OffsetDateTime>,
+    pub archived_at: Option<OffsetDateTime>,
+    pub lost_reason: Option<String>,
+    pub interest: Option<String>,
+    pub estimated_value_cents: Option<i64>,
+    pub currency: String,
+    pub score: Option<i32>,
+    pub score_reason: Option<String>,
+    pub summary: Option<String>,
+    pub source_channel: Option<String>,
+    pub source_detail: Option<String>,
+    pub assigned_to: Option<i64>,
+    pub next_action: Option<String>,
+    pub next_action_at: Option<OffsetDateTime>,
+    pub created_by_kind: String,
+    pub created_by_id: Option<i64>,
+    pub last_activity_at: OffsetDateTime,
+    pub sources: Value,
+    pub custom_fields: Value,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct Label {
+    pub id: i64,
+    pub name: String,
+    pub color: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct Assignee {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct CreatedBy {
+    /// `api` for API keys (then `id` is the key's issuer), `ai`, `user`...
+    pub kind: String,
+    pub id: Option<i64>,
+}
+
+/// One way the person is found again.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct Identity {
+    /// `phone` (digits of the E.164 number), `email` (lower case) or `chat`.
+    pub kind: String,
+    pub value: String,
+}
+
+/// Another lead that may be the same person (same name, no shared identity).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct Duplicate {
+    pub id: Uuid,
+    pub name: Option<String>,
+}
+
+/// The Lead record (contract: Lead).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Lead {
+    pub id: Uuid,
+    pub name: Option<String>,
+    pub title: Option<String>,
+    pub company: Option<String>,
+    /// E.164.
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub location: Option<String>,
+    pub stage: String,
+    pub stage_label: String,
+    pub closed: bool,
+    pub archived: bool,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub closed_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub archived_at: Option<OffsetDateTime>,
+    pub lost_reason: Option<String>,
+    pub labels: Vec<Label>,
+    pub interest: Option<String>,
+    /// In main currency units (not minor units).
+    pub estimated_value: Option<f64>,
+    pub currency: String,
+    pub score: Option<i32>,
+    pub score_reason: Option<String>,
+    pub summary: Option<String>,
+    pub source_channel: Option<String>,
+    pub source_detail: Option<String>,
+    pub assigned_to: Option<Assignee>,
+    pub next_action: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub next_action_at: Option<OffsetDateTime>,
+    /// `next_action_at` has passed on an open lead.
+    pub overdue: bool,
+    pub created_by: CreatedBy,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_activity_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[schema(value_type = Vec<Object>)]
+    pub sources: Value,
+    #[schema(value_type = Object)]
+    pub custom_fields: Value,
+    pub url: String,
+    /// The single read only: how the person is found again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identities: Option<Vec<Identity>>,
+    /// The single read only: another lead that may be the same person, or null.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub possible_duplicate: Option<Option<Duplicate>>,
+}
+
+/// Hundredths to a number in main units.
+pub(crate) fn main_units(cents: i64) -> f64 {
+    cents as f64 / 100.0
+}
+
+impl Row {
+    pub(crate) fn view(
+        self,
+        labels: Vec<Label>,
+        assignee: Option<Assignee>,
+        public_url: &str,
+        now: OffsetDateTime,
+    ) -> Lead {
+        let closed = closes(&self.stage);
+        Lead {
+            id: self.id,
+            stage_label: stage_label(&self.stage).to_owned(),
+            closed,
+            archived: self.archived_at.is_some(),
+            overdue: !closed && self.next_action_at.is_some_and(|at| at < now),
+            url: format!("{}/leads/{}", public_url.trim_end_matches('/'), self.id),
+            name: self.name,
+            title: self.title,
+            company: self.company,
+            phone: self.phone,
+            email: self.email,
+            location: self.location,
+            stage: self.stage,
+            closed_at: self.closed_at,
+            archived_at: self.archived_at,
+            lost_reason: self.lost_reason,
+            labels,
+            interest: self.interest,
+            estimated_value: self.estimated_value_cents.map(main_units),
+            currency: self.currency,
+            score: self.score,
+            score_reason: self.score_reason,
+            summary: self.summary,
+            source_channel: self.source_channel,
+            source_detail: self.source_detail,
+            assigned_to: assignee,
+            next_action: self.next_action,
+            next_action_at: self.next_action_at,
+            created_by: CreatedBy { kind: self.created_by_kind, id: self.created_by_id },
+            last_activity_at: self.last_activity_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            sources: self.sources,
+            custom_fields: self.custom_fields,
+            identities: None,
+            possible_duplicate: None,
+        }
+    }
+}
+
+pub(crate) async fn row(conn: &mut store::Conn, tenant: TenantId, id: Uuid) -> Result<Row, Error> {
+    leads::table
+        .filter(leads::tenant_id.eq(tenant.0))
+        .filter(leads::id.eq(id))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or_else(|| Error::not_found("Lead"))
+}
+
+/// The records of `rows`, labels and assignees read in two queries.
+pub(crate) async fn views(
+    conn: &mut store::Conn,
+    rows: Vec<Row>,
+    public_url: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<Lead>, Error> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let linked: Vec<(Uuid, i64, String, String)> = lead_label_links::table
+        .inner_join(lead_labels::table)
+        .filter(lead_label_links::lead_id.eq_any(&ids))
+        .order((lead_labels::name, lead_labels::id))
+        .select((lead_label_links::lead_id, lead_labels::id, lead_labels::name, lead_labels::color))
+        .load(conn)
+        .await?;
+    let mut labels: BTreeMap<Uuid, Vec<Label>> = BTreeMap::new();
+    for (lead, id, name, color) in linked {
+        labels.entry(lead).or_default().push(Label { id, name, color });
+    }
+    let assignee_ids: Vec<i64> = rows.iter().filter_map(|r| r.assigned_to).collect();
+    let names: BTreeMap<i64, String> = if assignee_ids.is_empty() {
+        BTreeMap::new()
+    } else {
+        users::table
+            .filter(users::id.eq_any(&assignee_ids))
+            .select((users::id, users::name))
+            .load::<(i64, String)>(conn)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let assignee =
+                row.assigned_to.and_then(|id| names.get(&id).map(|name| Assignee { id, name: name.clone() }));
+            let labels = labels.remove(&row.id).unwrap_or_default();
+            row.view(labels, assignee, public_url, now)
+        })
+        .collect())
+}
+
+/// One lead as the single read shows it: with its identities and a possible duplicate.
+pub(crate) async fn full(
+    conn: &mut store::Conn,
+    row: Row,
+    public_url: &str,
+    now: OffsetDateTime,
+) -> Result<Lead, Error> {
+    let (tenant, id, name) = (row.tenant_id, row.id, row.name.clone());
+    let mut lead = views(conn, vec![row], public_url, now).await?.pop().ok_or_else(|| Error::not_found("Lead"))?;
+    let identities = lead_identities::table
+        .filter(lead_identities::lead_id.eq(id))
+        .order((lead_identities::kind, lead_identities::value))
+        .select((lead_identities::kind, lead_identities::value))
+        .load::<(String, String)>(conn)
+        .await?
+        .into_iter()
+        .map(|(kind, value)| Identity { kind, value })
+        .collect();
+    lead.identities = Some(identities);
+    lead.possible_duplicate = Some(duplicate_of(conn, TenantId(tenant), id, name.as_deref()).await?);
+    Ok(lead)
+}
+
+/// Another lead of the workspace with the same name, any case (a person who reached the
+/// business by another number or address).
+pub(crate) async fn duplicate_of(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    id: Uuid,
+    name: Option<&str>,
+) -> Result<Option<Duplicate>, Error> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    let found: Option<(Uuid, Option<String>)> = leads::table
+        .filter(leads::tenant_id.eq(tenant.0))
+        .filter(leads::id.ne(id))
+        .filter(
+            diesel::dsl::sql::<diesel::sql_types::Bool>("lower(name) = lower(")
+                .bind::<diesel::sql_types::Text, _>(name)
+                .sql(")"),
+        )
+        .order(leads::created_at)
+        .select((leads::id, leads::name))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(found.map(|(id, name)| Duplicate { id, name }))
+}

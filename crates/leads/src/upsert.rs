@@ -1,0 +1,711 @@
+//! `POST /leads` (contract: Leads, upsert rules): one lead per person. The person is found by a
+//! phone in any common form or an email in any case; what is sent fills or changes fields, and
+//! an empty value never blanks one.
+
+use std::collections::BTreeMap;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::error::FieldErrors;
+use kernel::{Caller, Error, Permission, TenantId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::identity::{normalize_email, normalize_phone};
+use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
+use crate::schema::{lead_fields, lead_identities, lead_label_links, lead_labels, leads};
+use crate::service::{Actor, LeadService};
+use crate::timeline::{self, Activity, LeadEvent};
+
+const SHORT: usize = 191;
+const LONG: usize = 2_000;
+const NOTE: usize = 10_000;
+/// Text fields an upsert may fill, with their longest value.
+const TEXT_FIELDS: [(&str, usize); 10] = [
+    ("name", SHORT),
+    ("title", SHORT),
+    ("company", SHORT),
+    ("location", SHORT),
+    ("interest", LONG),
+    ("summary", LONG),
+    ("score_reason", LONG),
+    ("source_channel", SHORT),
+    ("source_detail", SHORT),
+    ("next_action", SHORT),
+];
+/// A label made by an upsert gets this colour until someone picks one.
+pub const DEFAULT_LABEL_COLOR: &str = "#6B7280";
+
+/// The upsert body (for the documentation: the service reads the JSON object itself, so that
+/// every key it does not apply can be listed in `ignored`).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct UpsertLead {
+    pub name: Option<String>,
+    /// Any common form: `+255 712 345 678`, `0712345678`, `255712345678`.
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub company: Option<String>,
+    pub title: Option<String>,
+    pub location: Option<String>,
+    pub interest: Option<String>,
+    /// In main currency units.
+    pub estimated_value: Option<f64>,
+    /// ISO 4217; defaults to the workspace currency.
+    pub currency: Option<String>,
+    /// Matched by name, any case.
+    pub labels: Option<Vec<String>>,
+    /// Added to the timeline.
+    pub note: Option<String>,
+    pub stage: Option<String>,
+    /// Required with `lost` and `unqualified`.
+    pub reason: Option<String>,
+    pub score: Option<i32>,
+    pub score_reason: Option<String>,
+    pub summary: Option<String>,
+    pub source_channel: Option<String>,
+    pub source_detail: Option<String>,
+    pub next_action: Option<String>,
+    pub next_action_at: Option<String>,
+    pub conversation_id: Option<i64>,
+    pub call_id: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub custom_fields: Option<Value>,
+}
+
+/// The answer (contract: `data:{lead, created, was_closed, ignored[], refused[], possible_duplicate_of}`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Upserted {
+    pub lead: Lead,
+    pub created: bool,
+    /// The matched lead was closed (won, lost or unqualified) before this upsert.
+    pub was_closed: bool,
+    /// Fields sent but not applied: unknown keys, empty values, undefined custom fields.
+    pub ignored: Vec<String>,
+    /// Labels not created for want of `leads.settings`.
+    pub refused: Vec<String>,
+    /// Another lead one of the identities sent belongs to.
+    pub possible_duplicate_of: Option<Uuid>,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> Error {
+    Error::field(field, message).with_reason("invalid")
+}
+
+/// What the body asks for, checked.
+#[derive(Debug, Default)]
+struct Wanted {
+    text: BTreeMap<&'static str, String>,
+    phone: Option<String>,
+    email: Option<String>,
+    estimated_value_cents: Option<i64>,
+    currency: Option<String>,
+    score: Option<i32>,
+    next_action_at: Option<OffsetDateTime>,
+    stage: Option<String>,
+    reason: Option<String>,
+    labels: Vec<String>,
+    note: Option<String>,
+    custom_fields: Map<String, Value>,
+    ignored: Vec<String>,
+}
+
+/// A string value, trimmed; empty and null are "not sent" (they never blank a field).
+fn text(value: &Value) -> Result<Option<String>, ()> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+        _ => Err(()),
+    }
+}
+
+async fn read(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    default_code: &str,
+    body: Map<String, Value>,
+) -> Result<Wanted, Error> {
+    let mut wanted = Wanted::default();
+    let mut errors = FieldErrors::new();
+    for (key, value) in body {
+        if let Some((field, max)) = TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
+            match text(&value) {
+                Ok(Some(v)) if v.chars().count() > *max => {
+                    errors.add(key.as_str(), format!("The {key} may not be longer than {max} characters."))
+                }
+                Ok(Some(v)) => {
+                    wanted.text.insert(field, v);
+                }
+                Ok(None) => wanted.ignored.push(key),
+                Err(()) => errors.add(key.as_str(), format!("The {key} must be a string.")),
+            }
+            continue;
+        }
+        match key.as_str() {
+            "phone" => match text(&value) {
+                Ok(Some(raw)) => match normalize_phone(&raw, default_code) {
+                    Some(e164) => wanted.phone = Some(e164),
+                    None => errors.add("phone", "The phone is not a valid number."),
+                },
+                Ok(None) => wanted.ignored.push(key),
+                Err(()) => errors.add("phone", "The phone must be a string."),
+            },
+            "email" => match text(&value) {
+                Ok(Some(raw)) => match normalize_email(&raw) {
+                    Some(email) => wanted.email = Some(email),
+                    None => errors.add("email", "The email is not a valid address."),
+                },
+                Ok(None) => wanted.ignored.push(key),
+                Err(()) => errors.add("email", "The email must be a string."),
+            },
+            "estimated_value" => match &value {
+                Value::Null => wanted.ignored.push(key),
+                Value::Number(n) => match n.as_f64().filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e15) {
+                    Some(v) => wanted.estimated_value_cents = Some((v * 100.0).round() as i64),
+                    None => errors.add("estimated_value", "The estimated_value must be a number of at least 0."),
+                },
+                _ => errors.add("estimated_value", "The estimated_value must be a number in main currency units."),
+            },
+            "currency" => match text(&value) {
+                Ok(Some(c)) if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) => {
+                    wanted.currency = Some(c.to_ascii_uppercase())
+                }
+                Ok(None) => wanted.ignored.push(key),
+                _ => errors.add("currency", "The currency must be a three-letter ISO 4217 code."),
+            },
+            "score" => match &value {
+                Value::Null => wanted.ignored.push(key),
+                Value::Number(n) => match n.as_i64().filter(|s| (0..=100).contains(s)) {
+                    Some(s) => wanted.score = Some(s as i32),
+                    None => errors.add("score", "The score must be a whole number from 0 to 100."),
+                },
+                _ => errors.add("score", "The score must be a whole number from 0 to 100."),
+            },
+            "next_action_at" => match text(&value) {
+                Ok(Some(raw)) => match OffsetDateTime::parse(&raw, &Rfc3339) {
+                    Ok(at) => wanted.next_action_at = Some(at),
+                    Err(_) => errors.add("next_action_at", "The next_action_at must be an RFC 3339 date and time."),
+                },
+                Ok(None) => wanted.ignored.push(key),
+                Err(()) => errors.add("next_action_at", "The next_action_at must be a string."),
+            },
+            "stage" => match text(&value) {
+                Ok(Some(stage)) if is_stage(&stage.to_ascii_lowercase()) => {
+                    wanted.stage = Some(stage.to_ascii_lowercase())
+                }
+                Ok(None) => wanted.ignored.push(key),
+                _ => errors.add(
+                    "stage",
+                    "The stage must be one of new, contacted, qualified, opportunity, won, lost, unqualified.",
+                ),
+            },
+            "reason" => match text(&value) {
+                Ok(Some(r)) if r.chars().count() <= LONG => wanted.reason = Some(r),
+                Ok(Some(_)) => errors.add("reason", format!("The reason may not be longer than {LONG} characters.")),
+                Ok(None) => {}
+                Err(()) => errors.add("reason", "The reason must be a string."),
+            },
+            "note" => match text(&value) {
+                Ok(Some(n)) if n.chars().count() <= NOTE => wanted.note = Some(n),
+                Ok(Some(_)) => errors.add("note", format!("The note may not be longer than {NOTE} characters.")),
+                Ok(None) => wanted.ignored.push(key),
+                Err(()) => errors.add("note", "The note must be a string."),
+            },
+            "labels" => match &value {
+                Value::Null => wanted.ignored.push(key),
+                Value::Array(items) => {
+                    for item in items {
+                        match item.as_str().map(str::trim) {
+                            Some(name) if !name.is_empty() && name.chars().count() <= 60 => {
+                                if !wanted.labels.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+                                    wanted.labels.push(name.to_owned());
+                                }
+                            }
+                            Some("") => {}
+                            _ => errors.add("labels", "Labels are names of up to 60 characters."),
+                        }
+                    }
+                }
+                _ => errors.add("labels", "The labels must be a list of names."),
+            },
+            "custom_fields" => match value {
+                Value::Null => wanted.ignored.push(key),
+                Value::Object(fields) => wanted.custom_fields = fields,
+                _ => errors.add("custom_fields", "The custom_fields must be an object."),
+            },
+            // chats and calls arrive with later domains: no id belongs to the workspace yet
+            "conversation_id" | "call_id" if !value.is_null() => {
+                errors.add(key.as_str(), format!("The {key} does not belong to this workspace."))
+            }
+            _ => wanted.ignored.push(key),
+        }
+    }
+    let custom = std::mem::take(&mut wanted.custom_fields);
+    wanted.custom_fields = check_custom_fields(conn, tenant, custom, &mut wanted.ignored, &mut errors).await?;
+    if !errors.is_empty() {
+        return Err(Error::fields(errors.into_map()).with_reason("invalid"));
+    }
+    Ok(wanted)
+}
+
+/// Values of defined custom fields, checked against their type; undefined keys and empty values
+/// are ignored.
+async fn check_custom_fields(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    fields: Map<String, Value>,
+    ignored: &mut Vec<String>,
+    errors: &mut FieldErrors,
+) -> Result<Map<String, Value>, Error> {
+    if fields.is_empty() {
+        return Ok(fields);
+    }
+    let defined: BTreeMap<String, (String, Vec<String>)> = lead_fields::table
+        .filter(lead_fields::tenant_id.eq(tenant.0))
+        .select((lead_fields::key, lead_fields::kind, lead_fields::options))
+        .load::<(String, String, Vec<String>)>(conn)
+        .await?
+        .into_iter()
+        .map(|(key, kind, options)| (key, (kind, options)))
+        .collect();
+    let mut kept = Map::new();
+    for (key, value) in fields {
+        let field = format!("custom_fields.{key}");
+        let Some((kind, options)) = defined.get(&key) else {
+            ignored.push(field);
+            continue;
+        };
+        if value.is_null() || value.as_str().is_some_and(|s| s.trim().is_empty()) {
+            ignored.push(field);
+            continue;
+        }
+        let fits = match kind.as_str() {
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            "date" => value.as_str().is_some_and(|s| {
+                time::Date::parse(s, &time::macros::format_description!("[year]-[month]-[day]")).is_ok()
+            }),
+            "select" => value.as_str().is_some_and(|s| options.iter().any(|o| o == s)),
+            _ => value.as_str().is_some_and(|s| s.chars().count() <= LONG),
+        };
+        if fits {
+            kept.insert(key, value);
+        } else {
+            errors.add(field, format!("The value does not fit the {kind} field {key}."));
+        }
+    }
+    Ok(kept)
+}
+
+/// The leads the identities name, phone first.
+async fn matches(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    identities: &[(&'static str, String)],
+) -> Result<Vec<Uuid>, Error> {
+    let mut found = Vec::new();
+    for (kind, value) in identities {
+        let lead: Option<Uuid> = lead_identities::table
+            .find((tenant.0, *kind, value))
+            .select(lead_identities::lead_id)
+            .first(conn)
+            .await
+            .optional()?;
+        if let Some(lead) = lead
+            && !found.contains(&lead)
+        {
+            found.push(lead);
+        }
+    }
+    Ok(found)
+}
+
+/// A change of one field, as `changes` shows it.
+fn change(changes: &mut Map<String, Value>, field: &str, from: Value, to: Value) {
+    if from != to {
+        changes.insert(field.to_owned(), json!({ "from": from, "to": to }));
+    }
+}
+
+impl LeadService {
+    /// The upsert, with its `Idempotency-Key` handled by the caller of this (the gateway).
+    pub async fn upsert(&self, caller: &Caller, body: Value) -> Result<Upserted, Error> {
+        let mut conn = self.conn().await?;
+        let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
+        let Value::Object(body) = body else {
+            return Err(invalid("body", "The body must be a JSON object."));
+        };
+        let tenant = accounts::tenants::get(&mut conn, caller.tenant_id).await?;
+        let wanted = read(&mut conn, caller.tenant_id, &tenant.default_country_code, body).await?;
+        let mut identities = Vec::new();
+        if let Some(phone) = &wanted.phone {
+            identities.push(("phone", phone.trim_start_matches('+').to_owned()));
+        }
+        if let Some(email) = &wanted.email {
+            identities.push(("email", email.clone()));
+        }
+        if identities.is_empty() {
+            return Err(Error::validation(
+                "Send a phone, an email, a conversation_id or a call_id to find or create the lead by.",
+            )
+            .with_reason("nothing_to_identify"));
+        }
+        // Two first upserts of one person race to write its identity: the loser rolls back and
+        // finds the winner's lead on its second try.
+        let raced = std::sync::atomic::AtomicBool::new(false);
+        for _ in 0..2 {
+            raced.store(false, std::sync::atomic::Ordering::Relaxed);
+            let result = conn
+                .transaction::<_, Error, _>(async |conn| {
+                    self.upsert_in(conn, &actor, &tenant, &identities, &wanted, &raced).await
+                })
+                .await;
+            if !std::sync::atomic::AtomicBool::load(&raced, std::sync::atomic::Ordering::Relaxed) {
+                return result;
+            }
+        }
+        Err(Error::conflict("This person's lead is being written by another request; retry."))
+    }
+
+    async fn upsert_in(
+        &self,
+        conn: &mut store::Conn,
+        actor: &Actor,
+        workspace: &accounts::tenants::Tenant,
+        identities: &[(&'static str, String)],
+        wanted: &Wanted,
+        raced: &std::sync::atomic::AtomicBool,
+    ) -> Result<Upserted, Error> {
+        let tenant = TenantId(workspace.id);
+        let now = self.clock.now();
+        let found = matches(conn, tenant, identities).await?;
+        let possible_duplicate_of = found.get(1).copied();
+        let matched = match <[Uuid]>::first(&found) {
+            Some(id) => {
+                let row: Row =
+                    leads::table.filter(leads::id.eq(id)).select(Row::as_select()).for_update().first(conn).await?;
+                if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
+                    return Err(Error::conflict(
+                        "A lead for this person exists but is not visible to this key's issuer.",
+                    ));
+                }
+                Some(row)
+            }
+            None => None,
+        };
+        let created = matched.is_none();
+        let was_closed = matched.as_ref().is_some_and(|r| closes(&r.stage));
+        let mut ignored = wanted.ignored.clone();
+        let mut changes = Map::new();
+        let mut activities: Vec<Activity> = Vec::new();
+        let mut stage_change: Option<(String, String)> = None;
+
+        let id = match matched {
+            Some(row) => {
+                // the stage: kept unless sent; a won lead moves only through the stage operation
+                if let Some(stage) = &wanted.stage
+                    && *stage != row.stage
+                {
+                    if row.stage == "won" {
+                        return Err(Error::conflict(
+                            "This lead is won: change its stage through POST /leads/{lead}/stage.",
+                        )
+                        .with_reason("won_locked"));
+                    }
+                    if needs_reason(stage) && wanted.reason.is_none() {
+                        return Err(Error::field("reason", format!("A reason is required to mark a lead {stage}."))
+                            .with_reason("reason_required"));
+                    }
+                    stage_change = Some((row.stage.clone(), stage.clone()));
+                }
+                self.apply(conn, &row, wanted, &mut changes, &stage_change, now).await?;
+                row.id
+            }
+            None => {
+                let stage = wanted.stage.clone().unwrap_or_else(|| "new".to_owned());
+                if needs_reason(&stage) && wanted.reason.is_none() {
+                    return Err(Error::field("reason", format!("A reason is required to mark a lead {stage}."))
+                        .with_reason("reason_required"));
+                }
+                self.insert(conn, actor, workspace, wanted, &stage, now).await?
+            }
+        };
+        // identities this lead did not have yet (one that belongs to another lead stays there)
+        for (kind, value) in identities {
+            let written = diesel::insert_into(lead_identities::table)
+                .values((
+                    lead_identities::tenant_id.eq(tenant.0),
+                    lead_identities::kind.eq(*kind),
+                    lead_identities::value.eq(value),
+                    lead_identities::lead_id.eq(id),
+                    lead_identities::created_at.eq(now),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            if created && written == 0 {
+                raced.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(Error::conflict("another request created this person's lead"));
+            }
+        }
+        let (added, refused) = self.add_labels(conn, actor, tenant, id, &wanted.labels, now).await?;
+
+        let row = lead::row(conn, tenant, id).await?;
+        let lead =
+            lead::views(conn, vec![row], &self.public_url, now).await?.pop().ok_or_else(|| Error::not_found("Lead"))?;
+        let none = Map::new;
+        if created {
+            activities.push(Activity { kind: "created", details: json!({}), reason: None });
+            let event = LeadEvent { name: "lead.created", lead: &lead, changes: None, reason: None, extra: none() };
+            timeline::emit(conn, tenant, actor, event, now).await?;
+        }
+        if !changes.is_empty() {
+            activities.push(Activity { kind: "updated", details: Value::Object(changes.clone()), reason: None });
+            let event =
+                LeadEvent { name: "lead.updated", lead: &lead, changes: Some(&changes), reason: None, extra: none() };
+            timeline::emit(conn, tenant, actor, event, now).await?;
+        }
+        if let Some((from, to)) = &stage_change {
+            let mut moved = Map::new();
+            change(&mut moved, "stage", json!(from), json!(to));
+            let reason = wanted.reason.as_deref();
+            activities.push(Activity { kind: "stage_changed", details: Value::Object(moved.clone()), reason });
+            let event =
+                LeadEvent { name: "lead.stage_changed", lead: &lead, changes: Some(&moved), reason, extra: none() };
+            timeline::emit(conn, tenant, actor, event, now).await?;
+        }
+        for label in &added {
+            let label = serde_json::to_value(label).map_err(Error::internal)?;
+            activities.push(Activity { kind: "label_added", details: json!({ "label": label }), reason: None });
+            let extra = Map::from_iter([("label".to_owned(), label)]);
+            let event = LeadEvent { name: "lead.label_added", lead: &lead, changes: None, reason: None, extra };
+            timeline::emit(conn, tenant, actor, event, now).await?;
+        }
+        if let Some(body) = &wanted.note {
+            let note = json!({ "id": Uuid::new_v4(), "body": body, "created_at": now.format(&Rfc3339).map_err(Error::internal)? });
+            activities.push(Activity { kind: "note_added", details: json!({ "note": note }), reason: None });
+            let extra = Map::from_iter([("note".to_owned(), note)]);
+            let event = LeadEvent { name: "lead.note_added", lead: &lead, changes: None, reason: None, extra };
+            timeline::emit(conn, tenant, actor, event, now).await?;
+        }
+        timeline::record(conn, tenant, id, actor, &activities, now).await?;
+        ignored.sort();
+        ignored.dedup();
+        Ok(Upserted { lead, created, was_closed, ignored, refused, possible_duplicate_of })
+    }
+
+    async fn insert(
+        &self,
+        conn: &mut store::Conn,
+        actor: &Actor,
+        workspace: &accounts::tenants::Tenant,
+        wanted: &Wanted,
+        stage: &str,
+        now: OffsetDateTime,
+    ) -> Result<Uuid, Error> {
+        let (tenant, workspace_currency) = (TenantId(workspace.id), workspace.currency.as_str());
+        let id = Uuid::new_v4();
+        let t = |field: &str| wanted.text.get(field).cloned();
+        let reason = needs_reason(stage).then(|| wanted.reason.clone()).flatten();
+        diesel::insert_into(leads::table)
+            .values((
+                leads::id.eq(id),
+                leads::tenant_id.eq(tenant.0),
+                leads::name.eq(t("name")),
+                leads::title.eq(t("title")),
+                leads::company.eq(t("company")),
+                leads::phone.eq(&wanted.phone),
+                leads::email.eq(&wanted.email),
+                leads::location.eq(t("location")),
+                leads::stage.eq(stage),
+                leads::closed_at.eq(closes(stage).then_some(now)),
+                leads::lost_reason.eq(reason),
+                leads::interest.eq(t("interest")),
+                leads::estimated_value_cents.eq(wanted.estimated_value_cents),
+                leads::currency.eq(wanted.currency.as_deref().unwrap_or(workspace_currency)),
+                leads::score.eq(wanted.score),
+                leads::score_reason.eq(t("score_reason")),
+                leads::summary.eq(t("summary")),
+                leads::source_channel.eq(t("source_channel")),
+                leads::source_detail.eq(t("source_detail")),
+                leads::next_action.eq(t("next_action")),
+                leads::next_action_at.eq(wanted.next_action_at),
+                leads::created_by_kind.eq("api"),
+                leads::created_by_id.eq(actor.user.map(|u| u.0)),
+                leads::last_activity_at.eq(now),
+                leads::sources.eq(json!([{ "kind": "api", "id": null, "channel": t("source_channel"), "at": now.format(&Rfc3339).map_err(Error::internal)? }])),
+                leads::custom_fields.eq(Value::Object(wanted.custom_fields.clone())),
+                leads::created_at.eq(now),
+                leads::updated_at.eq(now),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(id)
+    }
+
+    /// Fills and changes the fields sent (never blanking one), and moves the stage.
+    async fn apply(
+        &self,
+        conn: &mut store::Conn,
+        row: &Row,
+        wanted: &Wanted,
+        changes: &mut Map<String, Value>,
+        stage_change: &Option<(String, String)>,
+        now: OffsetDateTime,
+    ) -> Result<(), Error> {
+        let current: BTreeMap<&str, &Option<String>> = BTreeMap::from([
+            ("name", &row.name),
+            ("title", &row.title),
+            ("company", &row.company),
+            ("location", &row.location),
+            ("interest", &row.interest),
+            ("summary", &row.summary),
+            ("score_reason", &row.score_reason),
+            ("source_channel", &row.source_channel),
+            ("source_detail", &row.source_detail),
+            ("next_action", &row.next_action),
+        ]);
+        let mut text = BTreeMap::new();
+        for (field, value) in &wanted.text {
+            let old = current.get(field).copied().cloned().flatten();
+            change(changes, field, json!(old), json!(value));
+            text.insert(*field, value.clone());
+        }
+        let keep = |field: &str, old: &Option<String>| text.get(field).cloned().or_else(|| old.clone());
+        let phone = wanted.phone.clone().or_else(|| row.phone.clone());
+        change(changes, "phone", json!(row.phone), json!(phone));
+        let email = wanted.email.clone().or_else(|| row.email.clone());
+        change(changes, "email", json!(row.email), json!(email));
+        let value = wanted.estimated_value_cents.or(row.estimated_value_cents);
+        change(
+            changes,
+            "estimated_value",
+            json!(row.estimated_value_cents.map(lead::main_units)),
+            json!(value.map(lead::main_units)),
+        );
+        let currency = wanted.currency.clone().unwrap_or_else(|| row.currency.clone());
+        change(changes, "currency", json!(row.currency), json!(currency));
+        let score = wanted.score.or(row.score);
+        change(changes, "score", json!(row.score), json!(score));
+        let next_action_at = wanted.next_action_at.or(row.next_action_at);
+        let at = |t: Option<OffsetDateTime>| t.and_then(|t| t.format(&Rfc3339).ok());
+        change(changes, "next_action_at", json!(at(row.next_action_at)), json!(at(next_action_at)));
+        let mut custom = match &row.custom_fields {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let mut custom_changed = false;
+        for (key, value) in &wanted.custom_fields {
+            if custom.get(key) != Some(value) {
+                change(
+                    changes,
+                    &format!("custom_fields.{key}"),
+                    custom.get(key).cloned().unwrap_or(Value::Null),
+                    value.clone(),
+                );
+                custom.insert(key.clone(), value.clone());
+                custom_changed = true;
+            }
+        }
+        let (stage, closed_at, lost_reason) = match stage_change {
+            Some((_, to)) => (
+                to.clone(),
+                if closes(to) { row.closed_at.or(Some(now)) } else { None },
+                if needs_reason(to) { wanted.reason.clone() } else { None },
+            ),
+            None => (row.stage.clone(), row.closed_at, row.lost_reason.clone()),
+        };
+        let touched = !changes.is_empty() || stage_change.is_some() || custom_changed;
+        diesel::update(leads::table.filter(leads::id.eq(row.id)))
+            .set((
+                leads::name.eq(keep("name", &row.name)),
+                leads::title.eq(keep("title", &row.title)),
+                leads::company.eq(keep("company", &row.company)),
+                leads::location.eq(keep("location", &row.location)),
+                leads::interest.eq(keep("interest", &row.interest)),
+                leads::summary.eq(keep("summary", &row.summary)),
+                leads::score_reason.eq(keep("score_reason", &row.score_reason)),
+                leads::source_channel.eq(keep("source_channel", &row.source_channel)),
+                leads::source_detail.eq(keep("source_detail", &row.source_detail)),
+                leads::next_action.eq(keep("next_action", &row.next_action)),
+                leads::phone.eq(phone),
+                leads::email.eq(email),
+                leads::estimated_value_cents.eq(value),
+                leads::currency.eq(currency),
+                leads::score.eq(score),
+                leads::next_action_at.eq(next_action_at),
+                leads::custom_fields.eq(Value::Object(custom)),
+                leads::stage.eq(stage),
+                leads::closed_at.eq(closed_at),
+                leads::lost_reason.eq(lost_reason),
+                leads::updated_at.eq(if touched { now } else { row.updated_at }),
+                leads::last_activity_at.eq(now),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Links the labels named (any case); a name the workspace lacks is created when the issuer
+    /// holds `leads.settings`, else refused. Answers the labels newly on the lead, and the refused.
+    async fn add_labels(
+        &self,
+        conn: &mut store::Conn,
+        actor: &Actor,
+        tenant: TenantId,
+        lead: Uuid,
+        names: &[String],
+        now: OffsetDateTime,
+    ) -> Result<(Vec<lead::Label>, Vec<String>), Error> {
+        let (mut added, mut refused) = (Vec::new(), Vec::new());
+        for name in names {
+            let existing: Option<(i64, String, String)> = lead_labels::table
+                .filter(lead_labels::tenant_id.eq(tenant.0))
+                .filter(
+                    diesel::dsl::sql::<diesel::sql_types::Bool>("lower(name) = lower(")
+                        .bind::<diesel::sql_types::Text, _>(name)
+                        .sql(")"),
+                )
+                .select((lead_labels::id, lead_labels::name, lead_labels::color))
+                .first(conn)
+                .await
+                .optional()?;
+            let (id, name, color) = match existing {
+                Some(label) => label,
+                None if actor.may_create_labels => {
+                    diesel::insert_into(lead_labels::table)
+                        .values((
+                            lead_labels::tenant_id.eq(tenant.0),
+                            lead_labels::name.eq(name),
+                            lead_labels::color.eq(DEFAULT_LABEL_COLOR),
+                            lead_labels::created_at.eq(now),
+                            lead_labels::updated_at.eq(now),
+                        ))
+                        .returning((lead_labels::id, lead_labels::name, lead_labels::color))
+                        .get_result(conn)
+                        .await?
+                }
+                None => {
+                    refused.push(name.clone());
+                    continue;
+                }
+            };
+            let linked = diesel::insert_into(lead_label_links::table)
+                .values((
+                    lead_label_links::lead_id.eq(lead),
+                    lead_label_links::label_id.eq(id),
+                    lead_label_links::created_at.eq(now),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            if linked > 0 {
+                added.push(lead::Label { id, name, color });
+            }
+        }
+        Ok((added, refused))
+    }
+}

@@ -1,0 +1,6 @@
+DROP TABLE IF EXISTS lead_fields;
+DROP TABLE IF EXISTS lead_activities;
+DROP TABLE IF EXISTS lead_label_links;
+DROP TABLE IF EXISTS lead_labels;
+DROP TABLE IF EXISTS lead_identities;
+DROP TABLE IF EXISTS leads;
