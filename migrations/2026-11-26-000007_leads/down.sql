@@ -1,3 +1,4 @@
+DROP TABLE IF EXISTS lead_pending_updates;
 DROP TABLE IF EXISTS lead_fields;
 DROP TABLE IF EXISTS lead_activities;
 DROP TABLE IF EXISTS lead_label_links;

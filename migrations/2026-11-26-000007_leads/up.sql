@@ -106,3 +106,13 @@ CREATE TABLE lead_fields (
     created_at  TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (tenant_id, key)
 );
+
+-- `lead.updated` folding: the changes of a burst of updates to one lead wait here (the first
+-- `from`, the last `to` of each field) until a job sends them as one event.
+CREATE TABLE lead_pending_updates (
+    lead_id     UUID PRIMARY KEY REFERENCES leads (id) ON DELETE CASCADE,
+    tenant_id   BIGINT NOT NULL,
+    changes     JSONB NOT NULL,
+    actor       JSONB NOT NULL,
+    first_at    TIMESTAMPTZ NOT NULL
+);

@@ -6,6 +6,7 @@ mod auth;
 mod contacts;
 mod contacts_original;
 mod framework;
+mod leads;
 mod openapi;
 mod rate_limit;
 mod smoke;

@@ -29,6 +29,16 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/api/v3/campaign/{uid}/resume", &["post"]),
     ("/api/v3/campaign/{uid}/cancel", &["post"]),
     ("/api/v3/messages", &["get"]),
+    ("/api/v3/leads", &["get", "post"]),
+    ("/api/v3/leads/{lead}", &["get", "patch", "delete"]),
+    ("/api/v3/leads/{lead}/stage", &["post"]),
+    ("/api/v3/leads/{lead}/labels", &["post", "delete"]),
+    ("/api/v3/leads/{lead}/notes", &["post"]),
+    ("/api/v3/leads/{lead}/assign", &["post"]),
+    ("/api/v3/leads/{lead}/activities", &["get"]),
+    ("/api/v3/lead-labels", &["get", "post"]),
+    ("/api/v3/lead-labels/{label}", &["patch", "delete"]),
+    ("/api/v3/lead-fields", &["get"]),
     ("/api/v3/webhooks", &["get", "post"]),
     ("/api/v3/webhooks/events", &["get"]),
     ("/api/v3/webhooks/notifications", &["get"]),
@@ -86,6 +96,8 @@ async fn every_documented_operation_is_served() {
             .replace("{contact}", "ctc_missing")
             .replace("{uid}", "ctc_missing")
             .replace("{webhook}", "1")
+            .replace("{lead}", "00000000-0000-0000-0000-000000000000")
+            .replace("{label}", "1")
             .replace("{delivery}", "00000000-0000-0000-0000-000000000000");
         for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
             let res = app.request(&method.to_uppercase(), &concrete, Some(&account.key), None).await;

@@ -120,11 +120,19 @@ async fn build_with(
         .await
         .expect("webhooks");
     let state = web::Data::new(
-        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone(), "http://127.0.0.1:8080")
-            .expect("state"),
+        AppState::new(
+            pool.clone(),
+            clock.clone(),
+            limiter,
+            messaging.clone(),
+            webhooks.clone(),
+            "http://127.0.0.1:8080",
+        )
+        .expect("state"),
     );
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
-    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()));
+    let leads = leads::LeadService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080".to_owned());
+    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()), &Arc::new(leads));
     let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
     let deliverer = webhooks::Deliverer::new(webhooks.clone());
     TestApp { db, pool, clock, messaging, webhooks, worker, deliverer, service }

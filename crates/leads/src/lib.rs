@@ -2,8 +2,11 @@
 //! identities; upserts that fill and change but never blank; stages; the timeline and the lead
 //! events.
 
+pub mod fold;
 pub mod identity;
 pub mod lead;
+pub mod list;
+pub mod ops;
 pub mod read;
 mod schema;
 mod service;
@@ -14,3 +17,5 @@ pub mod upsert;
 pub use lead::Lead;
 pub use service::LeadService;
 pub use upsert::{UpsertLead, Upserted};
+pub mod fields;
+pub mod labels;

@@ -112,3 +112,13 @@ diesel::allow_tables_to_appear_in_same_query!(
     lead_activities,
     users
 );
+
+diesel::table! {
+    lead_pending_updates (lead_id) {
+        lead_id -> Uuid,
+        tenant_id -> BigInt,
+        changes -> Jsonb,
+        actor -> Jsonb,
+        first_at -> Timestamptz,
+    }
+}

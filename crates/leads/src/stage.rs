@@ -53,6 +53,13 @@ impl LeadService {
             if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
                 return Err(Error::not_found("Lead"));
             }
+            // the same stage again with a new reason keeps the new reason
+            if row.stage == stage && needs_reason(&stage) && reason.is_some() && row.lost_reason != reason {
+                diesel::update(leads::table.filter(leads::id.eq(id)))
+                    .set((leads::lost_reason.eq(&reason), leads::updated_at.eq(now)))
+                    .execute(conn)
+                    .await?;
+            }
             if row.stage != stage {
                 let closed_at = if closes(&stage) { row.closed_at.or(Some(now)) } else { None };
                 let lost_reason = if needs_reason(&stage) { reason.clone() } else { None };

@@ -96,7 +96,7 @@ fn invalid(field: &str, message: impl Into<String>) -> Error {
 }
 
 /// What the body asks for, checked.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Wanted {
     text: BTreeMap<&'static str, String>,
     phone: Option<String>,
@@ -300,12 +300,12 @@ async fn check_custom_fields(
     Ok(kept)
 }
 
-/// The leads the identities name, phone first.
+/// The lead each identity names (phone first), where one does.
 async fn matches(
     conn: &mut store::Conn,
     tenant: TenantId,
     identities: &[(&'static str, String)],
-) -> Result<Vec<Uuid>, Error> {
+) -> Result<Vec<(&'static str, Uuid)>, Error> {
     let mut found = Vec::new();
     for (kind, value) in identities {
         let lead: Option<Uuid> = lead_identities::table
@@ -314,10 +314,8 @@ async fn matches(
             .first(conn)
             .await
             .optional()?;
-        if let Some(lead) = lead
-            && !found.contains(&lead)
-        {
-            found.push(lead);
+        if let Some(lead) = lead {
+            found.push((*kind, lead));
         }
     }
     Ok(found)
@@ -382,8 +380,25 @@ impl LeadService {
         let tenant = TenantId(workspace.id);
         let now = self.clock.now();
         let found = matches(conn, tenant, identities).await?;
-        let possible_duplicate_of = found.get(1).copied();
-        let matched = match <[Uuid]>::first(&found) {
+        let first = found.iter().map(|(_, lead)| *lead).next();
+        let possible_duplicate_of = found.iter().map(|(_, lead)| *lead).find(|lead| Some(*lead) != first);
+        // an identity of another lead stays there: the matched lead does not take it as its own
+        let mut wanted_here;
+        let mut wanted = wanted;
+        if let Some(other) = possible_duplicate_of {
+            wanted_here = wanted.clone();
+            for (kind, lead) in &found {
+                if *lead == other {
+                    match *kind {
+                        "phone" => wanted_here.phone = None,
+                        _ => wanted_here.email = None,
+                    }
+                    wanted_here.ignored.push((*kind).to_owned());
+                }
+            }
+            wanted = &wanted_here;
+        }
+        let matched = match first.as_ref() {
             Some(id) => {
                 let row: Row =
                     leads::table.filter(leads::id.eq(id)).select(Row::as_select()).for_update().first(conn).await?;
@@ -464,9 +479,7 @@ impl LeadService {
         }
         if !changes.is_empty() {
             activities.push(Activity { kind: "updated", details: Value::Object(changes.clone()), reason: None });
-            let event =
-                LeadEvent { name: "lead.updated", lead: &lead, changes: Some(&changes), reason: None, extra: none() };
-            timeline::emit(conn, tenant, actor, event, now).await?;
+            crate::fold::park(conn, tenant, id, actor, &changes, now).await?;
         }
         if let Some((from, to)) = &stage_change {
             let mut moved = Map::new();

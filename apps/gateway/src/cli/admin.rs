@@ -63,6 +63,9 @@ pub enum AdminCommand {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Custom lead fields: what a lead's `custom_fields` accepts (listed by GET /lead-fields).
+    #[command(subcommand)]
+    LeadField(LeadFieldCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -219,6 +222,34 @@ pub enum RateCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum LeadFieldCommand {
+    /// Define a custom field, or redefine the one with that key; prints the key.
+    Set {
+        #[arg(long)]
+        tenant: i64,
+        /// Letters, digits and _; up to 60 characters.
+        #[arg(long)]
+        key: String,
+        /// What people read.
+        #[arg(long)]
+        label: String,
+        /// text, number, date, boolean or select
+        #[arg(long = "type")]
+        kind: String,
+        /// An option key of a select field; repeat for each option.
+        #[arg(long = "option")]
+        options: Vec<String>,
+    },
+    /// Remove a custom field (values already on leads stay); prints the key.
+    Remove {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        key: String,
+    },
+}
+
 /// Runs one admin command and returns what to print: plain lines, or the JSON object.
 pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
     let pool = store::pool(&config.database_url, 2)?;
@@ -334,6 +365,15 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             }
             let value = json!(demo);
             (value.to_string(), value)
+        }
+        AdminCommand::LeadField(LeadFieldCommand::Set { tenant, key, label, kind, options }) => {
+            let field = leads::fields::set_field(conn, TenantId(tenant), &key, &label, &kind, &options).await?;
+            let value = json!({"tenant_id": tenant, "key": field.key, "label": field.label, "type": field.kind, "options": field.options});
+            (field.key, value)
+        }
+        AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
+            let field = leads::fields::remove_field(conn, TenantId(tenant), &key).await?;
+            (field.key.clone(), json!({"tenant_id": tenant, "key": field.key, "removed": true}))
         }
     };
     Ok(if admin.json { value.to_string() } else { plain })

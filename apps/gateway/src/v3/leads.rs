@@ -3,6 +3,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
+use kernel::page::PageQuery;
+use kernel::{Page, PageRequest};
+use leads::list::LeadFilter;
+use leads::ops::{Activities, ActivityQuery, Assignment, LeadPatch, NewNote, Note};
 use leads::read::parse_id;
 use leads::stage::StageChange;
 use leads::{Lead, UpsertLead, Upserted};
@@ -11,7 +15,7 @@ use store::idempotency::{self, Idempotency};
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
-use crate::http::{ApiError, Auth, Json, ok};
+use crate::http::{ApiError, Auth, Json, created, ok};
 
 const UPSERT_SCOPE: &str = "leads.upsert";
 
@@ -39,10 +43,17 @@ pub async fn upsert(
     let Some(key) = key else {
         return Ok(answer(state.leads.upsert(&auth.0, body.0).await?));
     };
+    // A replay answers only who could make the request now, and only for the same issuer (an
+    // answer shows a lead the issuer may see).
+    state.leads.authorize_upsert(&auth.0).await?;
+    let scope = match &auth.0.issuer {
+        kernel::Issuer::User { id, .. } => format!("{UPSERT_SCOPE}:{id}"),
+        _ => UPSERT_SCOPE.to_owned(),
+    };
     let tenant = auth.0.tenant_id;
     let fingerprint = idempotency::fingerprint(&[serde_json::to_vec(&body.0).unwrap_or_default().as_slice()]);
     let mut conn = store::connect(&state.pool).await?;
-    match idempotency::begin(&mut conn, tenant, UPSERT_SCOPE, &key, &fingerprint, state.clock.now()).await? {
+    match idempotency::begin(&mut conn, tenant, &scope, &key, &fingerprint, state.clock.now()).await? {
         Idempotency::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             Ok(HttpResponse::build(status).insert_header(("X-Idempotent-Replay", "1")).json(body))
@@ -51,12 +62,12 @@ pub async fn upsert(
             Ok(upserted) => {
                 let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
                 let envelope = json!({ "status": "success", "data": upserted });
-                idempotency::complete(&mut conn, tenant, UPSERT_SCOPE, &key, status.as_u16(), &envelope).await?;
+                idempotency::complete(&mut conn, tenant, &scope, &key, status.as_u16(), &envelope).await?;
                 Ok(HttpResponse::build(status).json(envelope))
             }
             Err(error) => {
                 // a refused request does not hold the key: it may be sent again, corrected
-                idempotency::abandon(&mut conn, tenant, UPSERT_SCOPE, &key).await?;
+                idempotency::abandon(&mut conn, tenant, &scope, &key).await?;
                 Err(error.into())
             }
         },
@@ -89,4 +100,85 @@ pub async fn stage(
     body: Json<StageChange>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(ok(state.leads.set_stage(&auth.0, parse_id(&path)?, body.0).await?))
+}
+
+/// The leads the issuer may see, newest activity first (20 per page by default); open ones
+/// unless `status` says otherwise.
+#[utoipa::path(get, path = "/api/v3/leads", tag = "Leads", params(PageQuery, LeadFilter),
+    responses((status = 200, body = Success<Page<Lead>>), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn list(
+    auth: Auth,
+    state: web::Data<AppState>,
+    page: web::Query<PageQuery>,
+    filter: web::Query<LeadFilter>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, leads::list::PER_PAGE)?;
+    Ok(ok(state.leads.list(&auth.0, &filter, page).await?))
+}
+
+/// Change fields (null clears), archive or restore.
+#[utoipa::path(patch, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    request_body = LeadPatch,
+    responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
+        (status = 409, body = ErrorEnvelope, description = "won_locked"), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn update(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.update(&auth.0, parse_id(&path)?, body.0).await?))
+}
+
+/// Delete a lead; `lead.deleted` carries its last state.
+#[utoipa::path(delete, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn delete(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.delete(&auth.0, parse_id(&path)?).await?))
+}
+
+/// Add a note to the lead's timeline.
+#[utoipa::path(post, path = "/api/v3/leads/{lead}/notes", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    request_body = NewNote,
+    responses((status = 201, body = Success<Note>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn add_note(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<NewNote>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(created(state.leads.add_note(&auth.0, parse_id(&path)?, body.0).await?))
+}
+
+/// Assign the lead to a user of the workspace, or to the pool with `user_id: null`.
+#[utoipa::path(post, path = "/api/v3/leads/{lead}/assign", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+    request_body = Assignment,
+    responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope, description = "assignee_unknown"), Refusals),
+    security(("bearer" = [])))]
+pub async fn assign(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<Assignment>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.assign(&auth.0, parse_id(&path)?, body.0).await?))
+}
+
+/// The lead's timeline, newest first, 50 a page (`before` = `next_before`).
+#[utoipa::path(get, path = "/api/v3/leads/{lead}/activities", tag = "Leads",
+    params(("lead" = uuid::Uuid, Path), ActivityQuery),
+    responses((status = 200, body = Success<Activities>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn activities(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    query: web::Query<ActivityQuery>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.leads.activities(&auth.0, parse_id(&path)?, &query).await?))
 }

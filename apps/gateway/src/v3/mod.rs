@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod contacts;
+pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
 pub mod webhooks;
@@ -39,9 +40,33 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // leads
-            .service(web::resource("/leads").route(web::post().to(leads::upsert)))
-            .service(web::resource("/leads/{lead}").route(web::get().to(leads::get)))
+            .service(web::resource("/leads").route(web::get().to(leads::list)).route(web::post().to(leads::upsert)))
+            .service(
+                web::resource("/leads/{lead}")
+                    .route(web::get().to(leads::get))
+                    .route(web::patch().to(leads::update))
+                    .route(web::delete().to(leads::delete)),
+            )
             .service(web::resource("/leads/{lead}/stage").route(web::post().to(leads::stage)))
+            .service(
+                web::resource("/leads/{lead}/labels")
+                    .route(web::post().to(lead_labels::add_labels))
+                    .route(web::delete().to(lead_labels::remove_labels)),
+            )
+            .service(
+                web::resource("/lead-labels")
+                    .route(web::get().to(lead_labels::list_labels))
+                    .route(web::post().to(lead_labels::create_label)),
+            )
+            .service(
+                web::resource("/lead-labels/{label}")
+                    .route(web::patch().to(lead_labels::update_label))
+                    .route(web::delete().to(lead_labels::delete_label)),
+            )
+            .service(web::resource("/lead-fields").route(web::get().to(lead_labels::fields)))
+            .service(web::resource("/leads/{lead}/notes").route(web::post().to(leads::add_note)))
+            .service(web::resource("/leads/{lead}/assign").route(web::post().to(leads::assign)))
+            .service(web::resource("/leads/{lead}/activities").route(web::get().to(leads::activities)))
             // webhooks: the fixed paths before `{webhook}`
             .service(
                 web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)),
