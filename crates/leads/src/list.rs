@@ -53,12 +53,13 @@ fn list(raw: &Option<String>) -> Vec<String> {
     raw.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
-/// A time as RFC 3339, or a date (its midnight, UTC).
-fn moment(raw: &str) -> Option<OffsetDateTime> {
+/// A time as RFC 3339, or a date: its first moment (UTC), or with `end` its last, so `to` takes
+/// in the whole day it names.
+fn moment(raw: &str, end: bool) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(raw, &Rfc3339).ok().or_else(|| {
-        time::Date::parse(raw, &time::macros::format_description!("[year]-[month]-[day]"))
-            .ok()
-            .map(|d| d.midnight().assume_utc())
+        let day = time::Date::parse(raw, &time::macros::format_description!("[year]-[month]-[day]")).ok()?;
+        let start = day.midnight().assume_utc();
+        Some(if end { start + time::Duration::days(1) - time::Duration::microseconds(1) } else { start })
     })
 }
 
@@ -157,7 +158,7 @@ impl LeadService {
             }
             for (name, raw, after) in [("from", &filter.from, true), ("to", &filter.to, false)] {
                 let Some(raw) = raw.as_deref().map(str::trim).filter(|r| !r.is_empty()) else { continue };
-                let Some(at) = moment(raw) else {
+                let Some(at) = moment(raw, !after) else {
                     errors.add(name, format!("The {name} must be a date or an RFC 3339 time."));
                     continue;
                 };
@@ -179,7 +180,7 @@ impl LeadService {
                 }
             }
             if let Some(raw) = filter.updated_since.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                match moment(raw) {
+                match moment(raw, false) {
                     Some(at) => q = q.filter(leads::updated_at.ge(at)),
                     None => errors.add("updated_since", "The updated_since must be a date or an RFC 3339 time."),
                 }

@@ -280,6 +280,19 @@ impl LeadService {
                     _ => errors.add(key.as_str(), format!("{key} cannot be changed here.")),
                 }
             }
+            // custom values are checked against the workspace's fields; null removes a key
+            if let Some(Value::Object(fields)) = set.remove("custom_fields") {
+                let (removed, values): (Map<String, Value>, Map<String, Value>) =
+                    fields.into_iter().partition(|(_, v)| v.is_null());
+                let mut undefined = Vec::new();
+                let mut kept =
+                    crate::upsert::check_custom_fields(conn, tenant, values, &mut undefined, &mut errors).await?;
+                for field in undefined {
+                    errors.add(field.as_str(), "The workspace has no such custom field (GET /lead-fields).");
+                }
+                kept.extend(removed);
+                set.insert("custom_fields".into(), Value::Object(kept));
+            }
             if !errors.is_empty() {
                 return Err(invalid(errors));
             }

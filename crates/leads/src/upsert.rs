@@ -253,7 +253,7 @@ async fn read(
 
 /// Values of defined custom fields, checked against their type; undefined keys and empty values
 /// are ignored.
-async fn check_custom_fields(
+pub(crate) async fn check_custom_fields(
     conn: &mut store::Conn,
     tenant: TenantId,
     fields: Map<String, Value>,

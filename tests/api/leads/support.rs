@@ -171,3 +171,140 @@ where
     let res = app.post("/api/v3/webhooks", key, body).await;
     assert_status(&res, 201);
 }
+
+/// The workspace's labels, `/lead-labels`.
+pub const LABELS: &str = "/api/v3/lead-labels";
+/// The workspace's custom fields, `/lead-fields`.
+pub const FIELDS: &str = "/api/v3/lead-fields";
+/// What a key needs to watch lead events on a receiver, on top of its leads permissions.
+pub const WEBHOOKS: &str = "webhooks.view,webhooks.manage";
+
+/// `/leads/{id}/{what}`: `notes`, `assign`, `activities`, `labels`.
+pub fn sub_path(id: &str, what: &str) -> String {
+    format!("{LEADS}/{id}/{what}")
+}
+
+/// A label's own route, `/lead-labels/{id}`.
+pub fn label_path(id: i64) -> String {
+    format!("{LABELS}/{id}")
+}
+
+/// `GET /leads` with `query` (URL-encoded here).
+pub fn list_path(query: &[(&str, &str)]) -> String {
+    let encoded = serde_urlencoded::to_string(query).expect("query");
+    if encoded.is_empty() { LEADS.to_owned() } else { format!("{LEADS}?{encoded}") }
+}
+
+/// `GET /leads` with `query`, 200 expected: the page (`{items, pagination}`).
+pub async fn list<S, B>(app: &TestApp<S>, key: &str, query: &[(&str, &str)]) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(&list_path(query), key).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// The ids of a page's items, in order.
+pub fn ids(page: &Value) -> Vec<String> {
+    page["items"].as_array().unwrap_or_else(|| panic!("items in {page}")).iter().map(id_of).collect()
+}
+
+/// `ids`, sorted: for comparing sets.
+pub fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort_unstable();
+    ids
+}
+
+/// `PATCH /leads/{id}`.
+pub async fn patch<S, B>(app: &TestApp<S>, key: &str, id: &str, body: Value) -> Resp
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    app.patch(&lead_path(id), key, body).await
+}
+
+/// `PATCH /leads/{id}`, 200 expected: the lead.
+pub async fn patched<S, B>(app: &TestApp<S>, key: &str, id: &str, body: Value) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = patch(app, key, id, body).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// `GET /leads/{id}/activities` (with `before` when given), 200 expected: `{items, next_before}`.
+pub async fn activities<S, B>(app: &TestApp<S>, key: &str, id: &str, before: Option<&str>) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let path = match before {
+        Some(before) => format!("{}?before={before}", sub_path(id, "activities")),
+        None => sub_path(id, "activities"),
+    };
+    let res = app.get(&path, key).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// The `kind` of each activity of a page, in order.
+pub fn kinds(page: &Value) -> Vec<String> {
+    let items = page["items"].as_array().unwrap_or_else(|| panic!("items in {page}"));
+    items.iter().map(|a| a["kind"].as_str().unwrap_or_else(|| panic!("kind in {a}")).to_owned()).collect()
+}
+
+/// `POST /lead-labels`, 201 expected: the label.
+pub async fn new_label<S, B>(app: &TestApp<S>, key: &str, body: Value) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.post(LABELS, key, body).await;
+    assert_status(&res, 201);
+    res.data().clone()
+}
+
+pub fn label_id_of(label: &Value) -> i64 {
+    label["id"].as_i64().unwrap_or_else(|| panic!("id in {label}"))
+}
+
+/// Defines a custom lead field the way the admin CLI does.
+pub async fn define_field<S>(app: &TestApp<S>, tenant: TenantId, key: &str, kind: &str, options: &[&str]) {
+    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
+    let label = format!("The {key}");
+    leads::fields::set_field(&mut conn, tenant, key, &label, kind, &options).await.expect("field");
+}
+
+/// An RFC 3339 time as a query value.
+pub fn stamp(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).expect("format")
+}
+
+/// The bodies of `event` among `bodies`, in the order received.
+pub fn events_named<'a>(bodies: &'a [Value], event: &str) -> Vec<&'a Value> {
+    bodies.iter().filter(|b| b["event"] == event).collect()
+}
+
+/// A lead as lists and events show it: the single read without its additions.
+pub fn record(mut lead: Value) -> Value {
+    if let Some(fields) = lead.as_object_mut() {
+        fields.remove("identities");
+        fields.remove("possible_duplicate");
+    }
+    lead
+}
+
+/// `DELETE /leads/{id}/labels` with `{labels}`.
+pub async fn remove_labels<S, B>(app: &TestApp<S>, key: &str, id: &str, labels: Value) -> Resp
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    app.request("DELETE", &sub_path(id, "labels"), Some(key), Some(json!({ "labels": labels }))).await
+}
