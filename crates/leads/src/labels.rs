@@ -315,23 +315,6 @@ async fn lead_count(conn: &mut store::Conn, label: i64) -> Result<i64, Error> {
     Ok(lead_label_links::table.filter(lead_label_links::label_id.eq(label)).count().get_result(conn).await?)
 }
 
-/// The lead, locked for the change; one the actor may not see is not found.
-async fn locked(conn: &mut store::Conn, tenant: TenantId, id: Uuid, actor: &Actor) -> Result<lead::Row, Error> {
-    let row: lead::Row = leads::table
-        .filter(leads::tenant_id.eq(tenant.0))
-        .filter(leads::id.eq(id))
-        .select(lead::Row::as_select())
-        .for_update()
-        .first(conn)
-        .await
-        .optional()?
-        .ok_or_else(|| Error::not_found("Lead"))?;
-    if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
-        return Err(Error::not_found("Lead"));
-    }
-    Ok(row)
-}
-
 impl LeadService {
     /// Every label of the workspace with its lead count, by name (any case).
     pub async fn labels(&self, caller: &Caller) -> Result<Vec<LabelWithCount>, Error> {
@@ -455,7 +438,7 @@ impl LeadService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
-            locked(conn, tenant, id, &actor).await?;
+            lead::locked(conn, tenant, id, &actor).await?;
             let (mut added, mut refused) = (Vec::new(), Vec::new());
             for name in &names {
                 let Some(label) = find_or_create(conn, tenant, name, actor.may_create_labels, now).await? else {
@@ -498,7 +481,7 @@ impl LeadService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
-            locked(conn, tenant, id, &actor).await?;
+            lead::locked(conn, tenant, id, &actor).await?;
             let removed: Vec<Label> = lead_label_links::table
                 .inner_join(lead_labels::table)
                 .filter(lead_label_links::lead_id.eq(id))

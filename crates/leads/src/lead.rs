@@ -24,6 +24,21 @@ pub const STAGES: [(&str, &str); 7] = [
     ("unqualified", "Unqualified"),
 ];
 
+/// The lead's free-text fields, with their longest value: what an upsert fills and a `PATCH`
+/// sets or clears.
+pub const TEXT_FIELDS: [(&str, usize); 10] = [
+    ("name", 191),
+    ("title", 191),
+    ("company", 191),
+    ("location", 191),
+    ("interest", 2_000),
+    ("summary", 2_000),
+    ("score_reason", 2_000),
+    ("source_channel", 191),
+    ("source_detail", 191),
+    ("next_action", 191),
+];
+
 pub fn stage_label(stage: &str) -> &'static str {
     STAGES.iter().find(|(key, _)| *key == stage).map_or("", |(_, label)| label)
 }
@@ -232,6 +247,28 @@ pub(crate) async fn row(conn: &mut store::Conn, tenant: TenantId, id: Uuid) -> R
         .await
         .optional()?
         .ok_or_else(|| Error::not_found("Lead"))
+}
+
+/// The lead, locked for a change; one the actor may not see is not found.
+pub(crate) async fn locked(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    id: Uuid,
+    actor: &crate::service::Actor,
+) -> Result<Row, Error> {
+    let row: Row = leads::table
+        .filter(leads::tenant_id.eq(tenant.0))
+        .filter(leads::id.eq(id))
+        .select(Row::as_select())
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or_else(|| Error::not_found("Lead"))?;
+    if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
+        return Err(Error::not_found("Lead"));
+    }
+    Ok(row)
 }
 
 /// The records of `rows`, labels and assignees read in two queries.

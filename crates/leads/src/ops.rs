@@ -13,24 +13,11 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::identity::{normalize_email, normalize_phone};
-use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
+use crate::lead::{self, Lead, closes, is_stage, needs_reason};
 use crate::schema::{lead_activities, lead_identities, leads, users};
-use crate::service::{Actor, LeadService};
+use crate::service::LeadService;
 use crate::timeline::{self, Activity, LeadEvent};
 
-/// Text fields `PATCH` may set or clear, with their longest value.
-const TEXT_FIELDS: [(&str, usize); 10] = [
-    ("name", 191),
-    ("title", 191),
-    ("company", 191),
-    ("location", 191),
-    ("interest", 2_000),
-    ("summary", 2_000),
-    ("score_reason", 2_000),
-    ("source_channel", 191),
-    ("source_detail", 191),
-    ("next_action", 191),
-];
 /// Timeline page size (contract: Limits, history page 50).
 pub const ACTIVITY_PAGE: i64 = 50;
 
@@ -117,23 +104,6 @@ fn invalid(errors: FieldErrors) -> Error {
 }
 
 impl LeadService {
-    /// The lead, locked, when the actor may see it.
-    async fn locked(conn: &mut store::Conn, actor: &Actor, tenant: TenantId, id: Uuid) -> Result<Row, Error> {
-        let row: Row = leads::table
-            .filter(leads::tenant_id.eq(tenant.0))
-            .filter(leads::id.eq(id))
-            .select(Row::as_select())
-            .for_update()
-            .first(conn)
-            .await
-            .optional()?
-            .ok_or_else(|| Error::not_found("Lead"))?;
-        if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
-            return Err(Error::not_found("Lead"));
-        }
-        Ok(row)
-    }
-
     async fn view_of(
         &self,
         conn: &mut store::Conn,
@@ -156,7 +126,7 @@ impl LeadService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
-            let row = Self::locked(conn, &actor, tenant, id).await?;
+            let row = lead::locked(conn, tenant, id, &actor).await?;
             let mut errors = FieldErrors::new();
             let mut changes = Map::new();
             let mut set: Map<String, Value> = Map::new();
@@ -166,7 +136,7 @@ impl LeadService {
                 serde_json::to_value(lead::views(conn, vec![row.clone()], &self.public_url, now).await?.pop())
                     .map_err(Error::internal)?;
             for (key, value) in body {
-                if let Some((_, max)) = TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
+                if let Some((_, max)) = lead::TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
                     match value {
                         Value::Null => {
                             set.insert(key, Value::Null);
@@ -455,7 +425,7 @@ impl LeadService {
         }
         let (tenant, now) = (caller.tenant_id, self.clock.now());
         conn.transaction::<_, Error, _>(async |conn| {
-            Self::locked(conn, &actor, tenant, id).await?;
+            lead::locked(conn, tenant, id, &actor).await?;
             diesel::update(leads::table.filter(leads::id.eq(id)))
                 .set(leads::last_activity_at.eq(now))
                 .execute(conn)
@@ -493,7 +463,7 @@ impl LeadService {
             }
         }
         conn.transaction::<_, Error, _>(async |conn| {
-            let row = Self::locked(conn, &actor, tenant, id).await?;
+            let row = lead::locked(conn, tenant, id, &actor).await?;
             if row.assigned_to == input.user_id {
                 return self.view_of(conn, tenant, id, now).await;
             }
@@ -528,7 +498,7 @@ impl LeadService {
         let actor = self.access(&mut conn, caller, Permission::LEADS_DELETE).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
         conn.transaction::<_, Error, _>(async |conn| {
-            Self::locked(conn, &actor, tenant, id).await?;
+            lead::locked(conn, tenant, id, &actor).await?;
             let lead = self.view_of(conn, tenant, id, now).await?;
             diesel::delete(leads::table.filter(leads::id.eq(id))).execute(conn).await?;
             let event = LeadEvent { name: "lead.deleted", lead: &lead, changes: None, reason: None, extra: Map::new() };

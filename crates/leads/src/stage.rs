@@ -41,18 +41,7 @@ impl LeadService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
-            let row: lead::Row = leads::table
-                .filter(leads::tenant_id.eq(tenant.0))
-                .filter(leads::id.eq(id))
-                .select(lead::Row::as_select())
-                .for_update()
-                .first(conn)
-                .await
-                .optional()?
-                .ok_or_else(|| Error::not_found("Lead"))?;
-            if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
-                return Err(Error::not_found("Lead"));
-            }
+            let row = lead::locked(conn, tenant, id, &actor).await?;
             // the same stage again with a new reason keeps the new reason
             if row.stage == stage && needs_reason(&stage) && reason.is_some() && row.lost_reason != reason {
                 diesel::update(leads::table.filter(leads::id.eq(id)))

@@ -17,26 +17,12 @@ use uuid::Uuid;
 
 use crate::identity::{normalize_email, normalize_phone};
 use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
-use crate::schema::{lead_fields, lead_identities, lead_label_links, lead_labels, leads};
+use crate::schema::{lead_fields, lead_identities, lead_label_links, leads};
 use crate::service::{Actor, LeadService};
 use crate::timeline::{self, Activity, LeadEvent};
 
-const SHORT: usize = 191;
 const LONG: usize = 2_000;
 const NOTE: usize = 10_000;
-/// Text fields an upsert may fill, with their longest value.
-const TEXT_FIELDS: [(&str, usize); 10] = [
-    ("name", SHORT),
-    ("title", SHORT),
-    ("company", SHORT),
-    ("location", SHORT),
-    ("interest", LONG),
-    ("summary", LONG),
-    ("score_reason", LONG),
-    ("source_channel", SHORT),
-    ("source_detail", SHORT),
-    ("next_action", SHORT),
-];
 /// A label made by an upsert gets this colour until someone picks one.
 pub const DEFAULT_LABEL_COLOR: &str = "#6B7280";
 
@@ -131,7 +117,7 @@ async fn read(
     let mut wanted = Wanted::default();
     let mut errors = FieldErrors::new();
     for (key, value) in body {
-        if let Some((field, max)) = TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
+        if let Some((field, max)) = lead::TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
             match text(&value) {
                 Ok(Some(v)) if v.chars().count() > *max => {
                     errors.add(key.as_str(), format!("The {key} may not be longer than {max} characters."))
@@ -675,36 +661,11 @@ impl LeadService {
     ) -> Result<(Vec<lead::Label>, Vec<String>), Error> {
         let (mut added, mut refused) = (Vec::new(), Vec::new());
         for name in names {
-            let existing: Option<(i64, String, String)> = lead_labels::table
-                .filter(lead_labels::tenant_id.eq(tenant.0))
-                .filter(
-                    diesel::dsl::sql::<diesel::sql_types::Bool>("lower(name) = lower(")
-                        .bind::<diesel::sql_types::Text, _>(name)
-                        .sql(")"),
-                )
-                .select((lead_labels::id, lead_labels::name, lead_labels::color))
-                .first(conn)
-                .await
-                .optional()?;
-            let (id, name, color) = match existing {
-                Some(label) => label,
-                None if actor.may_create_labels => {
-                    diesel::insert_into(lead_labels::table)
-                        .values((
-                            lead_labels::tenant_id.eq(tenant.0),
-                            lead_labels::name.eq(name),
-                            lead_labels::color.eq(DEFAULT_LABEL_COLOR),
-                            lead_labels::created_at.eq(now),
-                            lead_labels::updated_at.eq(now),
-                        ))
-                        .returning((lead_labels::id, lead_labels::name, lead_labels::color))
-                        .get_result(conn)
-                        .await?
-                }
-                None => {
-                    refused.push(name.clone());
-                    continue;
-                }
+            let Some(lead::Label { id, name, color }) =
+                crate::labels::find_or_create(conn, tenant, name, actor.may_create_labels, now).await?
+            else {
+                refused.push(name.clone());
+                continue;
             };
             let linked = diesel::insert_into(lead_label_links::table)
                 .values((
