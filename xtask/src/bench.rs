@@ -6,7 +6,9 @@
 //! statements as raw SQL against the same database, and report both side by side: a Markdown
 //! table on stdout and the same numbers in target/bench/latest.json. The campaign and webhook
 //! workloads are one long operation on each side instead (see [`campaign`], [`webhooks`]).
-//! `--only N` runs workload N alone (and loads no contacts when it reads none).
+//! The lead upsert workload replaces the tenant's leads by 10,000 preloaded ones (by SQL)
+//! before each side. `--only N` runs workload N alone (and loads no contacts when it reads
+//! none).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
@@ -77,12 +79,14 @@ enum Work {
     Campaign,
     /// Outbox events delivered to a local receiver, against a plain POST loop (see [`webhooks`]).
     Webhooks,
+    /// `POST /leads`, half new people, half preloaded ones found by another form of the phone.
+    LeadUpsert,
 }
 
 impl Work {
     /// Whether the workload reads the 100,000 loaded contacts, or must run where they are.
     fn needs_contacts(self) -> bool {
-        self != Self::Webhooks
+        !matches!(self, Self::Webhooks | Self::LeadUpsert)
     }
 }
 
@@ -126,7 +130,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 8] = [
+static WORKLOADS: [Workload; 9] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -227,6 +231,21 @@ static WORKLOADS: [Workload; 8] = [
         raw_sql: "not SQL: a plain reqwest loop, 32 tasks POSTing the same envelope to the same receiver, \
                   signed per request (X-Signature, X-Signature-V2 by ring HMAC-SHA256; X-Timestamp, \
                   X-Delivery-Id, X-Event, X-Event-Id)",
+    },
+    Workload {
+        number: 9,
+        name: "lead upsert, half new, half matched",
+        work: Work::LeadUpsert,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: Some(30.0),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: "authentication lookup; SELECT lead_id FROM lead_identities (tenant, 'phone', E.164 digits); \
+                  found: BEGIN; UPDATE leads (company, updated_at, last_activity_at); INSERT lead_activities \
+                  ('updated'); COMMIT; new: BEGIN; INSERT leads; INSERT lead_identities; INSERT lead_activities \
+                  ('created'); INSERT events ('lead.created', '{}'); COMMIT",
     },
 ];
 
@@ -477,6 +496,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
         duration_s: timing.measure.as_secs_f64(),
         connections: report::CONNECTIONS,
         load,
+        preloaded_leads: workloads.iter().any(|w| w.work == Work::LeadUpsert).then_some(data::PRELOADED_LEADS),
         workloads: outcomes.iter().map(WorkloadResult::new).collect(),
     })
 }
@@ -549,15 +569,19 @@ impl Run<'_> {
         }
         self.db.batch_execute("TRUNCATE rate_limit_hits").await?;
         // Work a run left queued runs on no later run: receipts due in a second, the fallback
-        // jobs of inline sends (due after the job lease), the raw side's rows.
+        // jobs of inline sends (due after the job lease), the raw side's rows, the folded
+        // `lead.updated` events of matched upserts (due five seconds after the update).
         self.db.execute("DELETE FROM jobs WHERE state = 'queued'", &[]).await?;
+        if workload.work == Work::LeadUpsert {
+            sql::preload_leads(self.db, self.setup.tenant, self.key_hash).await?;
+        }
         self.db.batch_execute("CHECKPOINT").await?;
         Ok(match workload.work {
             Work::CreateContact | Work::Batch => {
                 self.api.create_group(&format!("bench: {}. {} ({side})", workload.number, workload.name)).await?
             }
             Work::SearchPage => self.loaded_group,
-            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign | Work::Webhooks => 0,
+            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign | Work::Webhooks | Work::LeadUpsert => 0,
         })
     }
 
@@ -600,6 +624,13 @@ impl Run<'_> {
                 drive(&label, n, timing, move |op| {
                     let api = Arc::clone(&api);
                     async move { api.sms_send(op.seq).await }
+                })
+                .await?
+            }
+            Work::LeadUpsert => {
+                drive(&label, n, timing, move |op| {
+                    let api = Arc::clone(&api);
+                    async move { api.lead_upsert(op.seq).await }
                 })
                 .await?
             }
@@ -663,6 +694,13 @@ impl Run<'_> {
                 drive(&label, n, timing, move |op| {
                     let db = Arc::clone(&conns);
                     async move { db.sms_send(op.worker, op.seq).await }
+                })
+                .await?
+            }
+            Work::LeadUpsert => {
+                drive(&label, n, timing, move |op| {
+                    let db = Arc::clone(&conns);
+                    async move { db.lead_upsert(op.worker, op.seq).await }
                 })
                 .await?
             }

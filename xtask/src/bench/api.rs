@@ -127,6 +127,16 @@ impl Api {
         Ok(())
     }
 
+    /// `POST /leads`: upsert `n` (see [`data::lead_upsert`]); Err unless a new person was
+    /// created (201) and a preloaded one found and updated (200).
+    pub async fn lead_upsert(&self, n: u64) -> OpResult {
+        let upsert = data::lead_upsert(n);
+        let body = json!({ "name": upsert.name, "phone": upsert.phone, "company": upsert.company });
+        let expected = if upsert.existing { StatusCode::OK } else { StatusCode::CREATED };
+        self.call(self.post("/leads", &body), expected).await?;
+        Ok(())
+    }
+
     /// `POST /sms/campaign` to `group`; the campaign's id.
     pub async fn create_campaign(&self, group: i64) -> Result<i64> {
         let request = json!({ "contact_list_id": group.to_string(), "message": data::CAMPAIGN_TEMPLATE });

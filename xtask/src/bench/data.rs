@@ -1,6 +1,7 @@
 //! The contacts the bench writes: contact `n` of a run has a unique Tanzanian mobile number
 //! (0712000000 + n), a name, and on the raw-SQL side a uid shaped like the service's. The SMS
-//! workloads send to numbers the sandbox provider delivers (see [`deliverable`]).
+//! workloads send to numbers the sandbox provider delivers (see [`deliverable`]). The lead
+//! upsert workload's people have numbers of their own (see [`lead_upsert`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,6 +86,50 @@ pub fn batch_numbers(batch: u64) -> Range<u64> {
     batch * rows..(batch + 1) * rows
 }
 
+/// Leads the upsert workload finds again, written by SQL before each side.
+pub const PRELOADED_LEADS: u64 = 10_000;
+/// Calling code and first two national digits of Tanzanian mobile ranges: lead `k` has
+/// prefix `k % 6` and seven more digits, `k / 6` (room for 60 million people).
+const LEAD_PREFIXES: [&str; 6] = ["25571", "25574", "25575", "25576", "25565", "25568"];
+
+/// The phone of lead `k` as the service stores it in `lead_identities`: E.164 digits, no '+'.
+pub fn lead_digits(k: u64) -> String {
+    format!("{}{:07}", LEAD_PREFIXES[(k % 6) as usize], k / 6 % 10_000_000)
+}
+
+/// The name of lead `k`, preloaded or new; a matched upsert sends it unchanged.
+pub fn lead_name(k: u64) -> String {
+    format!("Lead {k}")
+}
+
+/// The company a preloaded lead starts with; every upsert sends another.
+pub fn preloaded_company(k: u64) -> String {
+    format!("Preloaded {k}")
+}
+
+/// What upsert `n` sends, on both sides.
+pub struct LeadUpsert {
+    /// Whether it names a preloaded lead (odd `n`) rather than a new person (even `n`).
+    pub existing: bool,
+    /// As the caller writes it: `+255...` for a new person, `0` and the national digits for
+    /// a preloaded one (the service stored it as `+255...`).
+    pub phone: String,
+    /// As the service looks it up (the raw side's key).
+    pub digits: String,
+    pub name: String,
+    pub company: String,
+}
+
+/// Upsert `n`: even ones create lead `PRELOADED_LEADS + n / 2`; odd ones find preloaded lead
+/// `n / 2 % PRELOADED_LEADS` by another form of its number and change its company.
+pub fn lead_upsert(n: u64) -> LeadUpsert {
+    let existing = n % 2 == 1;
+    let k = if existing { n / 2 % PRELOADED_LEADS } else { PRELOADED_LEADS + n / 2 };
+    let digits = lead_digits(k);
+    let phone = if existing { format!("0{}", &digits[COUNTRY_CODE.len()..]) } else { format!("+{digits}") };
+    LeadUpsert { existing, phone, digits, name: lead_name(k), company: format!("Company {n}") }
+}
+
 /// Distinguishes the uids of one run from every other's.
 pub fn new_salt() -> u64 {
     static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -145,6 +190,26 @@ mod tests {
         assert!(numbers.iter().all(|n| n % 10_000 >= 1_000));
         assert!(numbers.windows(2).all(|w| w[0] < w[1]), "distinct and increasing");
         assert!(deliverable(SMS_FIRST_NATIONAL, 70_000_000) <= 799_999_999, "still a valid mobile number");
+    }
+
+    #[test]
+    fn lead_upserts_alternate_new_and_existing_people() {
+        assert_eq!(lead_digits(0), "255710000000");
+        assert_eq!(lead_digits(5), "255680000000");
+        assert_eq!(lead_digits(6 * 1_234_567 + 2), "255751234567");
+        let new = lead_upsert(0);
+        assert!(!new.existing);
+        assert_eq!(new.phone, format!("+{}", new.digits));
+        assert_eq!(new.digits, lead_digits(PRELOADED_LEADS));
+        let found = lead_upsert(7);
+        assert!(found.existing);
+        assert_eq!(found.digits, lead_digits(3));
+        assert_eq!(found.phone, format!("0{}", &lead_digits(3)[3..]));
+        assert_eq!((found.name.as_str(), found.company.as_str()), ("Lead 3", "Company 7"));
+        assert_eq!(lead_upsert(2 * PRELOADED_LEADS + 1).digits, lead_digits(0), "wraps round the preloaded");
+        let digits: std::collections::HashSet<String> = (0..100_000).map(lead_digits).collect();
+        assert_eq!(digits.len(), 100_000, "distinct");
+        assert!(digits.iter().all(|d| d.len() == 12));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The raw-SQL side: the statements each API request runs (see `accounts::keys::authenticate`,
-//! `accounts::tenants::get`, `contacts::service` and `messaging::send`), prepared once per
-//! connection and run with tokio-postgres, without HTTP, JSON or an ORM in between.
+//! `accounts::tenants::get`, `contacts::service`, `messaging::send` and `leads::upsert`),
+//! prepared once per connection and run with tokio-postgres, without HTTP, JSON or an ORM in
+//! between.
 
 use std::fmt::Write;
 
@@ -46,6 +47,29 @@ const INSERT_MESSAGE: &str = "INSERT INTO messages (uid, tenant_id, direction, c
 const INSERT_SEND_JOB: &str = "INSERT INTO jobs (name, payload, tenant_id, run_at, max_attempts) \
                                VALUES ('messaging.send', jsonb_build_object('ids', jsonb_build_array($1::bigint)), $2, \
                                now() + interval '5 minutes', 8) RETURNING id";
+/// The lead upsert's lookup: the person by the E.164 digits of the phone.
+const LEAD_IDENTITY: &str =
+    "SELECT lead_id::text FROM lead_identities WHERE tenant_id = $1 AND kind = 'phone' AND value = $2";
+/// A found lead: the company sent, and the activity times.
+const LEAD_UPDATE: &str =
+    "UPDATE leads SET company = $2, updated_at = now(), last_activity_at = now() WHERE id = $1::text::uuid";
+/// A new lead with the columns `leads::upsert` writes for a name, phone and company.
+const LEAD_INSERT: &str = "INSERT INTO leads (id, tenant_id, name, company, phone, stage, currency, created_by_kind, \
+                           created_by_id, last_activity_at, sources, custom_fields, created_at, updated_at) \
+                           VALUES ($1::text::uuid, $2, $3, $4, $5, 'new', $6, 'api', $7, now(), \
+                           jsonb_build_array(jsonb_build_object('kind', 'api', 'id', NULL, 'channel', NULL, 'at', now())), \
+                           '{}', now(), now())";
+const LEAD_IDENTITY_INSERT: &str = "INSERT INTO lead_identities (tenant_id, kind, value, lead_id, created_at) \
+                                    VALUES ($1, 'phone', $2, $3::text::uuid, now())";
+/// The timeline entry: `created` with `{}`, `updated` with the field's change.
+const LEAD_ACTIVITY: &str = "INSERT INTO lead_activities (tenant_id, lead_id, kind, details, actor_kind, actor_id, \
+                             source_kind, created_at) VALUES ($1, $2::text::uuid, $3, $4::text::jsonb, 'api', $5, 'api', now())";
+const LEAD_CREATED_EVENT: &str = "INSERT INTO events (id, tenant_id, name, payload, occurred_at) \
+                                  VALUES (gen_random_uuid(), $1, 'lead.created', '{}'::jsonb, now())";
+/// The key's issuer (who creates the bench's leads) and the tenant's currency.
+const LEAD_DEFAULTS: &str = "SELECT k.user_id, t.currency FROM api_keys k JOIN tenants t ON t.id = k.tenant_id \
+                             WHERE k.key_hash = $1";
+
 /// Columns of one new contact that are bound; custom fields and times are written in the SQL.
 const BOUND_PER_ROW: usize = 8;
 
@@ -91,6 +115,12 @@ struct Statements {
     wallet_ledger: Statement,
     insert_message: Statement,
     insert_send_job: Statement,
+    lead_identity: Statement,
+    lead_update: Statement,
+    lead_insert: Statement,
+    lead_identity_insert: Statement,
+    lead_activity: Statement,
+    lead_created_event: Statement,
 }
 
 impl Statements {
@@ -122,6 +152,12 @@ impl Statements {
             wallet_ledger: client.prepare(WALLET_LEDGER).await?,
             insert_message: client.prepare(INSERT_MESSAGE).await?,
             insert_send_job: client.prepare(INSERT_SEND_JOB).await?,
+            lead_identity: client.prepare(LEAD_IDENTITY).await?,
+            lead_update: client.prepare(LEAD_UPDATE).await?,
+            lead_insert: client.prepare(LEAD_INSERT).await?,
+            lead_identity_insert: client.prepare(LEAD_IDENTITY_INSERT).await?,
+            lead_activity: client.prepare(LEAD_ACTIVITY).await?,
+            lead_created_event: client.prepare(LEAD_CREATED_EVENT).await?,
         })
     }
 }
@@ -147,6 +183,21 @@ pub struct Db {
     route: SmsRoute,
     /// Makes this run's contact and message uids unique.
     salt: u64,
+    /// Who creates the leads (the key's issuer) and in what currency.
+    leads: LeadDefaults,
+}
+
+/// What a new lead takes from the key and the tenant.
+struct LeadDefaults {
+    created_by: Option<i64>,
+    currency: String,
+}
+
+impl LeadDefaults {
+    async fn read(client: &Client, key_hash: &[u8]) -> Result<Self> {
+        let row = client.query_one(LEAD_DEFAULTS, &[&key_hash]).await?;
+        Ok(Self { created_by: row.get(0), currency: row.get(1) })
+    }
 }
 
 pub async fn connect(url: &str) -> Result<Client> {
@@ -164,7 +215,8 @@ impl Db {
             let statements = Statements::prepare(&client).await?;
             conns.push(Conn { client, statements });
         }
-        Ok(Self { conns, tenant, key_hash: key_hash.to_vec(), route: route.clone(), salt: data::new_salt() })
+        let leads = LeadDefaults::read(&conns.first().ok_or("no connections")?.client, key_hash).await?;
+        Ok(Self { conns, tenant, key_hash: key_hash.to_vec(), route: route.clone(), salt: data::new_salt(), leads })
     }
 
     /// Authentication, then the tenant: what `GET /me` reads.
@@ -296,6 +348,92 @@ impl Db {
         client.query_one(&st.insert_send_job, &[&id, &self.tenant]).await?;
         Ok(())
     }
+}
+
+impl Db {
+    /// Authentication, the identity lookup, then in one transaction either the found lead's
+    /// update with its `updated` activity, or the new lead with its identity, its `created`
+    /// activity and its `lead.created` event: the rows `POST /leads` writes (see
+    /// [`data::lead_upsert`]).
+    pub async fn lead_upsert(&self, worker: usize, n: u64) -> OpResult {
+        self.authenticate(&self.conns[worker]).await?;
+        let Conn { client, statements: st } = &self.conns[worker];
+        let upsert = data::lead_upsert(n);
+        let found = client.query_opt(&st.lead_identity, &[&self.tenant, &upsert.digits]).await?;
+        let found: Option<String> = found.map(|row| row.get(0));
+        if found.is_some() != upsert.existing {
+            let what = if upsert.existing { "no lead has" } else { "a lead has already" };
+            return Err(format!("{what} the phone {}", upsert.digits).into());
+        }
+        client.batch_execute("BEGIN").await?;
+        let written = match found {
+            Some(lead) => self.update_lead(client, st, &lead, &upsert).await,
+            None => self.insert_lead(client, st, &upsert).await,
+        };
+        if let Err(error) = written {
+            client.batch_execute("ROLLBACK").await?;
+            return Err(error);
+        }
+        client.batch_execute("COMMIT").await?;
+        Ok(())
+    }
+
+    async fn update_lead(&self, client: &Client, st: &Statements, lead: &str, upsert: &data::LeadUpsert) -> OpResult {
+        if client.execute(&st.lead_update, &[&lead, &upsert.company]).await? != 1 {
+            return Err(format!("lead {lead} is gone").into());
+        }
+        let details = serde_json::json!({ "company": { "to": upsert.company } }).to_string();
+        let params: [&(dyn ToSql + Sync); 5] = [&self.tenant, &lead, &"updated", &details, &self.leads.created_by];
+        client.execute(&st.lead_activity, &params).await?;
+        Ok(())
+    }
+
+    async fn insert_lead(&self, client: &Client, st: &Statements, upsert: &data::LeadUpsert) -> OpResult {
+        let id = uuid::Uuid::new_v4().to_string();
+        let phone = format!("+{}", upsert.digits);
+        let (tenant, created_by) = (&self.tenant, &self.leads.created_by);
+        let params: [&(dyn ToSql + Sync); 7] =
+            [&id, tenant, &upsert.name, &upsert.company, &phone, &self.leads.currency, created_by];
+        client.execute(&st.lead_insert, &params).await?;
+        client.execute(&st.lead_identity_insert, &[tenant, &upsert.digits, &id]).await?;
+        let params: [&(dyn ToSql + Sync); 5] = [tenant, &id, &"created", &"{}", created_by];
+        client.execute(&st.lead_activity, &params).await?;
+        client.execute(&st.lead_created_event, &[tenant]).await?;
+        Ok(())
+    }
+}
+
+/// Replaces the tenant's leads (with their identities, timeline and events) by
+/// [`data::PRELOADED_LEADS`] people with one phone each, as the service would have stored
+/// them: the same start for each side of the upsert workload.
+pub async fn preload_leads(db: &Client, tenant: i64, key_hash: &[u8]) -> Result<()> {
+    let defaults = LeadDefaults::read(db, key_hash).await?;
+    let ks = 0..data::PRELOADED_LEADS;
+    let ids: Vec<String> = ks.clone().map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let digits: Vec<String> = ks.clone().map(data::lead_digits).collect();
+    let names: Vec<String> = ks.clone().map(data::lead_name).collect();
+    let companies: Vec<String> = ks.map(data::preloaded_company).collect();
+    db.batch_execute("BEGIN").await?;
+    db.execute("DELETE FROM leads WHERE tenant_id = $1", &[&tenant]).await?;
+    db.execute("DELETE FROM events WHERE tenant_id = $1 AND name LIKE 'lead.%'", &[&tenant]).await?;
+    db.execute(
+        "INSERT INTO leads (id, tenant_id, name, company, phone, stage, currency, created_by_kind, created_by_id, \
+         last_activity_at, sources, custom_fields, created_at, updated_at) \
+         SELECT l.id::uuid, $1, l.name, l.company, '+' || l.digits, 'new', $6, 'api', $7, now(), \
+         jsonb_build_array(jsonb_build_object('kind', 'api', 'id', NULL, 'channel', NULL, 'at', now())), '{}', now(), now() \
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS l(id, digits, name, company)",
+        &[&tenant, &ids, &digits, &names, &companies, &defaults.currency, &defaults.created_by],
+    )
+    .await?;
+    db.execute(
+        "INSERT INTO lead_identities (tenant_id, kind, value, lead_id, created_at) \
+         SELECT $1, 'phone', l.digits, l.id::uuid, now() FROM unnest($2::text[], $3::text[]) AS l(id, digits)",
+        &[&tenant, &ids, &digits],
+    )
+    .await?;
+    db.batch_execute("COMMIT").await?;
+    db.batch_execute("VACUUM ANALYZE leads, lead_identities, lead_activities, lead_pending_updates, events").await?;
+    Ok(())
 }
 
 #[cfg(test)]
