@@ -294,6 +294,38 @@ pub(crate) async fn find_or_create(
     }
 }
 
+/// Puts the named labels (any case) on a lead; a missing one is made when `may_create`, else
+/// refused. Answers the labels newly on the lead, and the names refused.
+pub(crate) async fn link(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    lead: Uuid,
+    names: &[String],
+    may_create: bool,
+    now: OffsetDateTime,
+) -> Result<(Vec<Label>, Vec<String>), Error> {
+    let (mut added, mut refused) = (Vec::new(), Vec::new());
+    for name in names {
+        let Some(label) = find_or_create(conn, tenant, name, may_create, now).await? else {
+            refused.push(name.clone());
+            continue;
+        };
+        let linked = diesel::insert_into(lead_label_links::table)
+            .values((
+                lead_label_links::lead_id.eq(lead),
+                lead_label_links::label_id.eq(label.id),
+                lead_label_links::created_at.eq(now),
+            ))
+            .on_conflict_do_nothing()
+            .execute(conn)
+            .await?;
+        if linked > 0 {
+            added.push(label);
+        }
+    }
+    Ok((added, refused))
+}
+
 async fn label_row(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<LabelRow, Error> {
     lead_labels::table
         .filter(lead_labels::tenant_id.eq(tenant.0))
@@ -439,25 +471,7 @@ impl LeadService {
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             lead::locked(conn, tenant, id, &actor).await?;
-            let (mut added, mut refused) = (Vec::new(), Vec::new());
-            for name in &names {
-                let Some(label) = find_or_create(conn, tenant, name, actor.may_create_labels, now).await? else {
-                    refused.push(name.clone());
-                    continue;
-                };
-                let linked = diesel::insert_into(lead_label_links::table)
-                    .values((
-                        lead_label_links::lead_id.eq(id),
-                        lead_label_links::label_id.eq(label.id),
-                        lead_label_links::created_at.eq(now),
-                    ))
-                    .on_conflict_do_nothing()
-                    .execute(conn)
-                    .await?;
-                if linked > 0 {
-                    added.push(label);
-                }
-            }
+            let (added, refused) = link(conn, tenant, id, &names, actor.may_create_labels, now).await?;
             let moved = Moved { tenant, lead: id, activity: "label_added", event: "lead.label_added", labels: &added };
             self.changed(conn, &actor, moved, now).await?;
             let row = lead::row(conn, tenant, id).await?;

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::identity::{normalize_email, normalize_phone};
 use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
-use crate::schema::{lead_fields, lead_identities, lead_label_links, leads};
+use crate::schema::{lead_fields, lead_identities, leads};
 use crate::service::{Actor, LeadService};
 use crate::timeline::{self, Activity, LeadEvent};
 
@@ -452,7 +452,8 @@ impl LeadService {
                 return Err(Error::conflict("another request created this person's lead"));
             }
         }
-        let (added, refused) = self.add_labels(conn, actor, tenant, id, &wanted.labels, now).await?;
+        let (added, refused) =
+            crate::labels::link(conn, tenant, id, &wanted.labels, actor.may_create_labels, now).await?;
 
         let row = lead::row(conn, tenant, id).await?;
         let lead =
@@ -646,40 +647,5 @@ impl LeadService {
             .execute(conn)
             .await?;
         Ok(())
-    }
-
-    /// Links the labels named (any case); a name the workspace lacks is created when the issuer
-    /// holds `leads.settings`, else refused. Answers the labels newly on the lead, and the refused.
-    async fn add_labels(
-        &self,
-        conn: &mut store::Conn,
-        actor: &Actor,
-        tenant: TenantId,
-        lead: Uuid,
-        names: &[String],
-        now: OffsetDateTime,
-    ) -> Result<(Vec<lead::Label>, Vec<String>), Error> {
-        let (mut added, mut refused) = (Vec::new(), Vec::new());
-        for name in names {
-            let Some(lead::Label { id, name, color }) =
-                crate::labels::find_or_create(conn, tenant, name, actor.may_create_labels, now).await?
-            else {
-                refused.push(name.clone());
-                continue;
-            };
-            let linked = diesel::insert_into(lead_label_links::table)
-                .values((
-                    lead_label_links::lead_id.eq(lead),
-                    lead_label_links::label_id.eq(id),
-                    lead_label_links::created_at.eq(now),
-                ))
-                .on_conflict_do_nothing()
-                .execute(conn)
-                .await?;
-            if linked > 0 {
-                added.push(lead::Label { id, name, color });
-            }
-        }
-        Ok((added, refused))
     }
 }
