@@ -132,7 +132,8 @@ async fn build_with(
     );
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
     let leads = leads::LeadService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080".to_owned());
-    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()), &Arc::new(leads));
+    let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
+    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()), &Arc::new(leads), &Arc::new(commerce));
     let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
     let deliverer = webhooks::Deliverer::new(webhooks.clone());
     TestApp { db, pool, clock, messaging, webhooks, worker, deliverer, service }
@@ -199,6 +200,10 @@ where
         self.request("POST", path, Some(key), Some(body)).await
     }
 
+    pub async fn put(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request("PUT", path, Some(key), Some(body)).await
+    }
+
     pub async fn patch(&self, path: &str, key: &str, body: Value) -> Resp {
         self.request("PATCH", path, Some(key), Some(body)).await
     }
@@ -207,8 +212,6 @@ where
         self.request("DELETE", path, Some(key), None).await
     }
 
-    /// Runs every job that is due now (by the test's clock), and what those jobs queue for now,
-    /// until none is left; answers how many ran.
     /// Runs due jobs and due webhook deliveries until neither has anything left to do now.
     pub async fn run_jobs(&self) -> usize {
         let mut total = 0;

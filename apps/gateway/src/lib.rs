@@ -29,6 +29,7 @@ pub struct AppState {
     pub messaging: messaging::MessagingService,
     pub webhooks: webhooks::WebhookService,
     pub leads: leads::LeadService,
+    pub commerce: commerce::CommerceService,
 }
 
 impl AppState {
@@ -43,6 +44,7 @@ impl AppState {
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
             leads: leads::LeadService::new(pool.clone(), clock.clone(), public_url.to_owned()),
+            commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
             messaging,
             webhooks,
             metrics: Metrics::new().map_err(kernel::Error::internal)?,
@@ -98,6 +100,7 @@ pub fn messaging_service(
 pub fn catalogue() -> webhooks::catalogue::Catalogue {
     webhooks::catalogue::Catalogue::standard()
         .with_samples(messaging::events::samples())
+        .with_samples(commerce::events::samples())
         .with_samples(webhooks::deliver::samples())
 }
 

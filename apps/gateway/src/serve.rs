@@ -23,10 +23,15 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Every job handler the service knows; domains register theirs here as they arrive.
-pub fn job_registry(messaging: &Arc<messaging::MessagingService>, leads: &Arc<leads::LeadService>) -> Registry {
+pub fn job_registry(
+    messaging: &Arc<messaging::MessagingService>,
+    leads: &Arc<leads::LeadService>,
+    commerce: &Arc<commerce::CommerceService>,
+) -> Registry {
     let mut registry = Registry::new();
     messaging.register_jobs(&mut registry);
     leads.register_jobs(&mut registry);
+    commerce.register_jobs(&mut registry);
     registry
 }
 
@@ -50,10 +55,11 @@ fn start_worker(
 ) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::minutes(5));
     let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
+    let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
     let worker = Worker::new(
         pool,
         clock,
-        job_registry(&Arc::new(messaging), &Arc::new(leads)),
+        job_registry(&Arc::new(messaging), &Arc::new(leads), &Arc::new(commerce)),
         WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
     let deliverer = webhooks::Deliverer::new(webhooks);

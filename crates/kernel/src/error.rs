@@ -164,6 +164,10 @@ impl FieldErrors {
         self.0.is_empty()
     }
 
+    pub fn contains(&self, field: &str) -> bool {
+        self.0.contains_key(field)
+    }
+
     pub fn into_map(self) -> BTreeMap<String, Vec<String>> {
         self.0
     }

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod envelope;
+pub mod idempotency;
 pub mod json;
 pub mod metrics;
 pub mod middleware;

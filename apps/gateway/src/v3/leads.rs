@@ -10,12 +10,11 @@ use leads::ops::{Activities, ActivityQuery, Assignment, LeadPatch, NewNote, Note
 use leads::read::parse_id;
 use leads::stage::StageChange;
 use leads::{Lead, UpsertLead, Upserted};
-use serde_json::{Value, json};
-use store::idempotency::{self, Idempotency};
+use serde_json::Value;
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
-use crate::http::{ApiError, Auth, Json, created, ok};
+use crate::http::{ApiError, Auth, Json, created, idempotency, ok};
 
 const UPSERT_SCOPE: &str = "leads.upsert";
 
@@ -33,50 +32,22 @@ pub async fn upsert(
     request: HttpRequest,
     body: Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = request
-        .headers()
-        .get("Idempotency-Key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(str::to_owned);
-    let Some(key) = key else {
-        return Ok(answer(state.leads.upsert(&auth.0, body.0).await?));
-    };
-    // A replay answers only who could make the request now, and only for the same issuer (an
-    // answer shows a lead the issuer may see).
-    state.leads.authorize_upsert(&auth.0).await?;
+    let key = idempotency::key_of(&request);
+    if key.is_some() {
+        // A replay answers only who could make the request now, and only for the same issuer
+        // (an answer shows a lead the issuer may see).
+        state.leads.authorize_upsert(&auth.0).await?;
+    }
     let scope = match &auth.0.issuer {
         kernel::Issuer::User { id, .. } => format!("{UPSERT_SCOPE}:{id}"),
         _ => UPSERT_SCOPE.to_owned(),
     };
-    let tenant = auth.0.tenant_id;
-    let fingerprint = idempotency::fingerprint(&[serde_json::to_vec(&body.0).unwrap_or_default().as_slice()]);
-    let mut conn = store::connect(&state.pool).await?;
-    match idempotency::begin(&mut conn, tenant, &scope, &key, &fingerprint, state.clock.now()).await? {
-        Idempotency::Replay { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            Ok(HttpResponse::build(status).insert_header(("X-Idempotent-Replay", "1")).json(body))
-        }
-        Idempotency::Started => match state.leads.upsert(&auth.0, body.0).await {
-            Ok(upserted) => {
-                let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
-                let envelope = json!({ "status": "success", "data": upserted });
-                idempotency::complete(&mut conn, tenant, &scope, &key, status.as_u16(), &envelope).await?;
-                Ok(HttpResponse::build(status).json(envelope))
-            }
-            Err(error) => {
-                // a refused request does not hold the key: it may be sent again, corrected
-                idempotency::abandon(&mut conn, tenant, &scope, &key).await?;
-                Err(error.into())
-            }
-        },
-    }
-}
-
-fn answer(upserted: Upserted) -> HttpResponse {
-    let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
-    crate::http::envelope::with_status(status, upserted)
+    idempotency::once(&state, auth.0.tenant_id, &scope, key, &body.0, async || {
+        let upserted = state.leads.upsert(&auth.0, body.0.clone()).await?;
+        let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
+        Ok((status, serde_json::to_value(upserted).map_err(kernel::Error::internal)?))
+    })
+    .await
 }
 
 /// One lead, with the person's identities and a possible duplicate.

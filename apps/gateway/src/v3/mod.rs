@@ -1,10 +1,12 @@
 //! The `/api/v3` route tree.
 
 pub mod account;
+pub mod catalogues;
 pub mod contacts;
 pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
+pub mod orders;
 pub mod webhooks;
 
 use actix_web::web;
@@ -67,6 +69,50 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/leads/{lead}/notes").route(web::post().to(leads::add_note)))
             .service(web::resource("/leads/{lead}/assign").route(web::post().to(leads::assign)))
             .service(web::resource("/leads/{lead}/activities").route(web::get().to(leads::activities)))
+            // commerce: the fixed paths (`orders`, `batch`, `by-sku`) before the ids
+            .service(
+                web::resource("/catalogues")
+                    .route(web::get().to(catalogues::list))
+                    .route(web::post().to(catalogues::create)),
+            )
+            .service(web::resource("/catalogues/orders").route(web::get().to(orders::list)))
+            .service(web::resource("/catalogues/orders/{order}").route(web::get().to(orders::get)))
+            .service(web::resource("/catalogues/orders/{order}/status").route(web::put().to(orders::set_status)))
+            .service(
+                web::resource("/catalogues/{catalogue}")
+                    .route(web::get().to(catalogues::get))
+                    .route(web::patch().to(catalogues::update)),
+            )
+            .service(web::resource("/catalogues/{catalogue}/orders").route(web::post().to(orders::create)))
+            .service(web::resource("/catalogues/{catalogue}/products").route(web::get().to(catalogues::products)))
+            .service(web::resource("/catalogues/{catalogue}/products/batch").route(web::post().to(catalogues::batch)))
+            .service(
+                web::resource("/catalogues/{catalogue}/products/by-sku/{sku}")
+                    .route(web::get().to(catalogues::get_by_sku))
+                    .route(web::put().to(catalogues::put_by_sku))
+                    .route(web::delete().to(catalogues::delete_by_sku)),
+            )
+            .service(
+                web::resource("/catalogues/{catalogue}/products/by-sku/{sku}/movements")
+                    .route(web::get().to(catalogues::movements_by_sku)),
+            )
+            .service(
+                web::resource("/catalogues/{catalogue}/products/{product}")
+                    .route(web::get().to(catalogues::get_by_id))
+                    .route(web::put().to(catalogues::put_by_id))
+                    .route(web::delete().to(catalogues::delete_by_id)),
+            )
+            .service(
+                web::resource("/catalogues/{catalogue}/products/{product}/movements")
+                    .route(web::get().to(catalogues::movements_by_id)),
+            )
+            .service(
+                web::resource("/catalogues/{catalogue}/inventory")
+                    .route(web::get().to(catalogues::inventory))
+                    .route(web::post().to(catalogues::push_inventory)),
+            )
+            .service(web::resource("/catalogues/{catalogue}/syncs").route(web::get().to(catalogues::syncs)))
+            .service(web::resource("/catalogues/{catalogue}/syncs/{sync}").route(web::get().to(catalogues::sync)))
             // webhooks: the fixed paths before `{webhook}`
             .service(
                 web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)),

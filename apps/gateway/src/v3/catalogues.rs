@@ -1,0 +1,318 @@
+//! Shops, products, sync runs and stock (contract: Catalogues, products, stock, orders). Every
+//! rule lives in `commerce::CommerceService`; these handlers parse paths and wrap answers.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use commerce::catalogues::{self, Catalogue, CatalogueSettings};
+use commerce::parse_id;
+use commerce::products::{self as product_list, Product, ProductRef};
+use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
+use commerce::sync::{Batch, Report};
+use kernel::page::PageQuery;
+use kernel::{Page, PageRequest};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::docs::{ErrorEnvelope, Refusals, Success};
+use crate::http::envelope::with_status;
+use crate::http::{ApiError, Auth, Json, created, idempotency, ok};
+
+fn shop(raw: &str) -> Result<i64, ApiError> {
+    Ok(parse_id(raw, "Catalogue")?)
+}
+
+fn by_sku(path: &(String, String)) -> Result<(i64, ProductRef), ApiError> {
+    Ok((shop(&path.0)?, ProductRef::Sku(path.1.clone())))
+}
+
+fn by_id(path: &(String, String)) -> Result<(i64, ProductRef), ApiError> {
+    Ok((shop(&path.0)?, ProductRef::Id(parse_id(&path.1, "Product")?)))
+}
+
+/// The tenant's shops, 25 a page.
+#[utoipa::path(get, path = "/api/v3/catalogues", tag = "Commerce", params(PageQuery),
+    responses((status = 200, body = Success<Page<Catalogue>>), Refusals), security(("bearer" = [])))]
+pub async fn list(
+    auth: Auth,
+    state: web::Data<AppState>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, catalogues::PER_PAGE)?;
+    Ok(ok(state.commerce.list_catalogues(&auth.0, page).await?))
+}
+
+/// Create a shop; `stock_policy` defaults to `external`, `source_of_truth` to `api`.
+#[utoipa::path(post, path = "/api/v3/catalogues", tag = "Commerce", request_body = CatalogueSettings,
+    responses((status = 201, body = Success<Catalogue>), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<Value>) -> Result<HttpResponse, ApiError> {
+    Ok(created(state.commerce.create_catalogue(&auth.0, body.0).await?))
+}
+
+/// One shop (beyond the contract).
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}", tag = "Commerce", params(("catalogue" = i64, Path)),
+    responses((status = 200, body = Success<Catalogue>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.get_catalogue(&auth.0, shop(&path)?).await?))
+}
+
+/// Change any setting but `sku_prefix` (422); a null clears an optional one.
+#[utoipa::path(patch, path = "/api/v3/catalogues/{catalogue}", tag = "Commerce", params(("catalogue" = i64, Path)),
+    request_body = CatalogueSettings,
+    responses((status = 200, body = Success<Catalogue>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn update(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0).await?))
+}
+
+/// The shelf, 25 a page.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/products", tag = "Commerce",
+    params(("catalogue" = i64, Path), PageQuery),
+    responses((status = 200, body = Success<Page<Product>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn products(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, product_list::PER_PAGE)?;
+    Ok(ok(state.commerce.list_products(&auth.0, shop(&path)?, page).await?))
+}
+
+async fn put(
+    state: &AppState,
+    auth: &Auth,
+    (shop, product): (i64, ProductRef),
+    body: Value,
+) -> Result<HttpResponse, ApiError> {
+    let put = state.commerce.put_product(&auth.0, shop, &product, body).await?;
+    let status = if put.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(with_status(status, put.product))
+}
+
+/// Create the product when the code is new, else change only the fields sent.
+#[utoipa::path(put, path = "/api/v3/catalogues/{catalogue}/products/by-sku/{sku}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("sku" = String, Path)), request_body = Object,
+    responses((status = 201, body = Success<Product>, description = "created"), (status = 200, body = Success<Product>),
+        (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "sku taken or frozen"),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn put_by_sku(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    put(&state, &auth, by_sku(&path)?, body.0).await
+}
+
+/// Change only the fields sent of an existing product.
+#[utoipa::path(put, path = "/api/v3/catalogues/{catalogue}/products/{product}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("product" = i64, Path)), request_body = Object,
+    responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope),
+        (status = 409, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn put_by_id(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    put(&state, &auth, by_id(&path)?, body.0).await
+}
+
+/// One product by code.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/products/by-sku/{sku}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("sku" = String, Path)),
+    responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get_by_sku(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, product) = by_sku(&path)?;
+    Ok(ok(state.commerce.get_product(&auth.0, shop, &product).await?))
+}
+
+/// One product by numeric id.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/products/{product}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("product" = i64, Path)),
+    responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get_by_id(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, product) = by_id(&path)?;
+    Ok(ok(state.commerce.get_product(&auth.0, shop, &product).await?))
+}
+
+/// Take the product off every platform, then off the shelf; answers it as it was.
+#[utoipa::path(delete, path = "/api/v3/catalogues/{catalogue}/products/by-sku/{sku}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("sku" = String, Path)),
+    responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn delete_by_sku(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, product) = by_sku(&path)?;
+    Ok(ok(state.commerce.delete_product(&auth.0, shop, &product).await?))
+}
+
+/// The same, by numeric id.
+#[utoipa::path(delete, path = "/api/v3/catalogues/{catalogue}/products/{product}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("product" = i64, Path)),
+    responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn delete_by_id(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (shop, product) = by_id(&path)?;
+    Ok(ok(state.commerce.delete_product(&auth.0, shop, &product).await?))
+}
+
+async fn movements(
+    state: &AppState,
+    auth: &Auth,
+    (shop, product): (i64, ProductRef),
+    page: &PageQuery,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(page, stock::MOVEMENTS_PER_PAGE)?;
+    Ok(ok(state.commerce.movements(&auth.0, shop, &product, page).await?))
+}
+
+/// The product's stock movements, newest first (50 a page).
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/products/by-sku/{sku}/movements", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("sku" = String, Path), PageQuery),
+    responses((status = 200, body = Success<Page<MovementView>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn movements_by_sku(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    movements(&state, &auth, by_sku(&path)?, &page).await
+}
+
+/// The same, by numeric id.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/products/{product}/movements", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("product" = i64, Path), PageQuery),
+    responses((status = 200, body = Success<Page<MovementView>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn movements_by_id(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    movements(&state, &auth, by_id(&path)?, &page).await
+}
+
+/// Up to 5,000 products, worked by a job: 202 with the run's report; a repeated
+/// `Idempotency-Key` answers the run that owns it with `replayed: true`.
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/products/batch", tag = "Commerce",
+    params(("catalogue" = i64, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "names the run for 24 hours")),
+    request_body = Batch,
+    responses((status = 202, body = Success<Report>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn batch(
+    auth: Auth,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let key = idempotency::key_of(&request);
+    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key.as_deref(), body.0).await?;
+    Ok(with_status(StatusCode::ACCEPTED, report))
+}
+
+/// Past sync runs, newest first, without their problems.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/syncs", tag = "Commerce",
+    params(("catalogue" = i64, Path), PageQuery),
+    responses((status = 200, body = Success<Page<Report>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn syncs(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, catalogues::PER_PAGE)?;
+    Ok(ok(state.commerce.list_syncs(&auth.0, shop(&path)?, page).await?))
+}
+
+/// One sync report, problems included.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/syncs/{sync}", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("sync" = i64, Path)),
+    responses((status = 200, body = Success<Report>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn sync(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let sync = parse_id(&path.1, "Sync")?;
+    Ok(ok(state.commerce.get_sync(&auth.0, shop(&path.0)?, sync).await?))
+}
+
+/// Absolute on-hand counts for up to 5,000 codes.
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/inventory", tag = "Commerce",
+    params(("catalogue" = i64, Path)), request_body = LevelsPush,
+    responses((status = 200, body = Success<Pushed>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn push_inventory(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0).await?))
+}
+
+/// Per-product stock: `sku[]` (or `sku=a,b`) picks codes, `tracked_only=true` leaves out untracked
+/// products; 25 a page.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/inventory", tag = "Commerce",
+    params(("catalogue" = i64, Path), PageQuery, ("sku[]" = Option<Vec<String>>, Query),
+        ("tracked_only" = Option<bool>, Query)),
+    responses((status = 200, body = Success<Page<Level>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn inventory(
+    auth: Auth,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, product_list::PER_PAGE)?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(request.query_string()).unwrap_or_default();
+    let mut filter = LevelFilter::default();
+    for (name, value) in pairs {
+        match name.as_str() {
+            "sku[]" | "sku" => {
+                filter.skus.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned))
+            }
+            "tracked_only" => filter.tracked_only = matches!(value.as_str(), "true" | "1"),
+            _ => {}
+        }
+    }
+    Ok(ok(state.commerce.levels(&auth.0, shop(&path)?, &filter, page).await?))
+}

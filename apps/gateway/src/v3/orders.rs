@@ -1,0 +1,75 @@
+//! Orders (contract: Catalogues, products, stock, orders; Order status), and the manual and
+//! storefront intake that this service adds.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use commerce::orders::{NewOrder, OrderFilter, StatusChange};
+use commerce::{Order, parse_id};
+use kernel::page::PageQuery;
+use kernel::{Page, PageRequest};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::docs::{ErrorEnvelope, Refusals, Success};
+use crate::http::{ApiError, Auth, Json, idempotency, ok};
+
+/// A manual or storefront order (beyond the contract): lines priced and frozen, stock held.
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/orders", tag = "Commerce",
+    params(("catalogue" = i64, Path),
+        ("Idempotency-Key" = Option<String>, Header, description = "replays the first answer for 24 hours")),
+    request_body = NewOrder,
+    responses((status = 201, body = Success<Order>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn create(
+    auth: Auth,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = parse_id(&path, "Catalogue")?;
+    let scope = format!("commerce.orders:{shop}");
+    idempotency::once(&state, auth.0.tenant_id, &scope, idempotency::key_of(&request), &body.0, async || {
+        let order = state.commerce.create_order(&auth.0, shop, body.0.clone()).await?;
+        Ok((StatusCode::CREATED, serde_json::to_value(order).map_err(kernel::Error::internal)?))
+    })
+    .await
+}
+
+/// The tenant's orders, newest change first (25 a page).
+#[utoipa::path(get, path = "/api/v3/catalogues/orders", tag = "Commerce", params(PageQuery, OrderFilter),
+    responses((status = 200, body = Success<Page<Order>>), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn list(
+    auth: Auth,
+    state: web::Data<AppState>,
+    page: web::Query<PageQuery>,
+    filter: web::Query<OrderFilter>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, commerce::orders::PER_PAGE)?;
+    Ok(ok(state.commerce.list_orders(&auth.0, &filter, page).await?))
+}
+
+/// One order (beyond the contract).
+#[utoipa::path(get, path = "/api/v3/catalogues/orders/{order}", tag = "Commerce", params(("order" = i64, Path)),
+    responses((status = 200, body = Success<Order>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.get_order(&auth.0, parse_id(&path, "Order")?).await?))
+}
+
+/// Any status from any status, with its stock effects; `refunded` moves no money.
+#[utoipa::path(put, path = "/api/v3/catalogues/orders/{order}/status", tag = "Commerce",
+    params(("order" = i64, Path)), request_body = StatusChange,
+    responses((status = 200, body = Success<Order>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn set_status(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.set_order_status(&auth.0, parse_id(&path, "Order")?, body.0).await?))
+}

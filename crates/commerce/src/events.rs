@@ -1,0 +1,156 @@
+//! The order and catalogue events (contract: Payload shapes), and their samples for the webhooks
+//! catalogue, built by the same code.
+
+use kernel::{Error, TenantId};
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+use time::macros::datetime;
+
+use crate::orders::{Line, Order, Reservation};
+use crate::products::Product;
+use crate::sync::Report;
+
+/// `amount` minor units of `currency` as a number in main units (the deprecated fields' unit).
+fn main_units(amount: i64, currency: &str) -> Value {
+    let scale = 10_i64.pow(kernel::money::exponent(currency));
+    if amount % scale == 0 { json!(amount / scale) } else { json!(amount as f64 / scale as f64) }
+}
+
+/// `{order, previous_status?}` plus the deprecated duplicates kept for one release.
+pub fn order_payload(order: &Order, previous_status: Option<&str>) -> Value {
+    let mut payload = Map::new();
+    payload.insert("order".into(), serde_json::to_value(order).unwrap_or(Value::Null));
+    if let Some(previous) = previous_status {
+        payload.insert("previous_status".into(), json!(previous));
+    }
+    let items: Vec<Value> = order
+        .lines
+        .iter()
+        .map(|line| {
+            let currency = line.currency.as_deref().unwrap_or(&order.currency);
+            json!({
+                "product_retailer_id": line.sku,
+                "quantity": line.quantity,
+                "item_price": line.unit_price_minor.map(|p| main_units(p, currency)),
+                "currency": currency,
+            })
+        })
+        .collect();
+    payload.insert("order_id".into(), json!(order.id));
+    payload.insert("customer_chat_id".into(), json!(order.customer_handle));
+    payload.insert("product_items".into(), Value::Array(items));
+    payload.insert("total_amount".into(), main_units(order.total_minor, &order.currency));
+    payload.insert("total_currency".into(), json!(order.currency));
+    Value::Object(payload)
+}
+
+pub(crate) async fn order_event(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    order: &Order,
+    name: &str,
+    previous_status: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<(), Error> {
+    store::outbox::emit(conn, tenant, name, order_payload(order, previous_status), now).await?;
+    Ok(())
+}
+
+/// `sync.completed`: the report under `sync`, without `problems`.
+pub fn sync_completed(report: &Report) -> Value {
+    let mut sync = report.clone();
+    sync.problems = None;
+    json!({ "catalogue_id": report.catalogue_id, "sync": sync })
+}
+
+/// `stock.low`.
+pub fn stock_low(catalogue: i64, product: &Product, threshold: i32) -> Value {
+    json!({
+        "catalogue_id": catalogue,
+        "product": product,
+        "available": product.available,
+        "low_stock_threshold": threshold,
+    })
+}
+
+const SAMPLE_AT: OffsetDateTime = datetime!(2026-11-26 09:28:41 UTC);
+
+fn sample_line(sku: &str, name: &str, quantity: i32, unit: i64, reserved: i32) -> Line {
+    Line {
+        sku: sku.to_owned(),
+        name: Some(name.to_owned()),
+        quantity,
+        unit_price_minor: Some(unit),
+        line_total_minor: Some(unit * i64::from(quantity)),
+        currency: Some("TZS".to_owned()),
+        reserved,
+        stock_short: false,
+        unresolved: false,
+    }
+}
+
+fn sample_order(status: &str, reserved: [i32; 2], hold: &str) -> Order {
+    Order {
+        id: 1042,
+        catalogue_id: 7,
+        platform: "chat".to_owned(),
+        status: status.to_owned(),
+        needs_attention: false,
+        stock_policy: "svc".to_owned(),
+        customer_handle: Some("255712345678".to_owned()),
+        customer_chat_id: Some("255712345678".to_owned()),
+        customer_name: Some("Amina Juma".to_owned()),
+        lines: vec![
+            sample_line("DUKA-00012", "Kahawa ya Kilimanjaro 500g", 2, 1_800_000, reserved[0]),
+            sample_line("DUKA-00031", "Chai ya Tangawizi 250g", 1, 650_000, reserved[1]),
+        ],
+        total_minor: 4_250_000,
+        currency: "TZS".to_owned(),
+        conversation_id: Some(5531),
+        priced_at: SAMPLE_AT,
+        reservation: Reservation {
+            state: hold.to_owned(),
+            expires_at: (hold == "held").then(|| SAMPLE_AT + time::Duration::hours(48)),
+        },
+        created_at: SAMPLE_AT,
+        updated_at: SAMPLE_AT,
+    }
+}
+
+fn sample_product() -> Product {
+    Product {
+        id: 2201,
+        catalogue_id: 7,
+        sku: "DUKA-00012".to_owned(),
+        retailer_id: "DUKA-00012".to_owned(),
+        name: "Kahawa ya Kilimanjaro 500g".to_owned(),
+        price: 1_800_000,
+        sale_price: None,
+        description: Some("Arabica from the slopes of Kilimanjaro, medium roast.".to_owned()),
+        currency: "TZS".to_owned(),
+        image_url: Some("https://duka.example/img/kahawa-500.jpg".to_owned()),
+        inventory: Some(12),
+        reserved: 8,
+        available: Some(4),
+        availability: "in stock".to_owned(),
+        availability_source: "derived".to_owned(),
+        brand: Some("Kilimanjaro Estates".to_owned()),
+        category: Some("Coffee".to_owned()),
+        listings: Vec::new(),
+        sync_status: None,
+        created_at: SAMPLE_AT,
+        updated_at: SAMPLE_AT,
+    }
+}
+
+/// `(event, payload)` for every event commerce emits.
+pub fn samples() -> Vec<(&'static str, Value)> {
+    let report = Report::sample();
+    vec![
+        ("order.received", order_payload(&sample_order("pending", [2, 1], "held"), None)),
+        ("order.status_changed", order_payload(&sample_order("confirmed", [2, 1], "committed"), Some("pending"))),
+        ("order.cancelled", order_payload(&sample_order("cancelled", [0, 0], "released"), Some("pending"))),
+        ("sync.completed", sync_completed(&report)),
+        ("stock.low", stock_low(7, &sample_product(), 5)),
+    ]
+}

@@ -1,0 +1,263 @@
+//! Order intake: one service for every platform (chat orders from the chat integration, manual
+//! and storefront orders from `POST /catalogues/{catalogue}/orders`).
+
+use std::collections::HashMap;
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::{Caller, Error, Permission, TenantId};
+use serde::Deserialize;
+use serde_json::Value;
+use store::jobs::Enqueue;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{ExpireHold, LineRow, Order, Row, allocate};
+use crate::catalogues::Row as Shop;
+use crate::fields::{Body, Member, object};
+use crate::schema::orders;
+use crate::service::{CommerceService, shop_of};
+use crate::stock::{self, OrderCause};
+
+/// Lines in one order.
+pub const MAX_LINES: usize = 100;
+const MAX_QUANTITY: i64 = 100_000;
+
+/// An order as a platform hands it over.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewOrder {
+    /// `manual` (default) or `storefront` through the API; `chat` and `ivr` from their integrations.
+    pub platform: Option<String>,
+    /// `customer_chat_id` is accepted too.
+    pub customer_handle: Option<String>,
+    pub customer_name: Option<String>,
+    #[serde(skip)]
+    pub conversation_id: Option<i64>,
+    /// 1 to 100 lines.
+    pub lines: Vec<NewLine>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewLine {
+    pub sku: String,
+    /// 1 to 100,000.
+    pub quantity: i32,
+}
+
+#[derive(QueryableByName)]
+struct Priced {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = Text)]
+    sku: String,
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = BigInt)]
+    unit_price: i64,
+    #[diesel(sql_type = Text)]
+    currency: String,
+}
+
+impl CommerceService {
+    /// `POST /catalogues/{catalogue}/orders`: a manual or storefront order.
+    pub async fn create_order(&self, caller: &Caller, catalogue: i64, body: Value) -> Result<Order, Error> {
+        caller.require(Permission::CATALOGUE_MANAGE)?;
+        let order = parse(&body)?;
+        self.intake(caller.tenant_id, catalogue, order).await
+    }
+
+    /// Takes an order from any platform: prices and freezes the lines, holds stock, emits
+    /// `order.received`, and schedules the hold's expiry.
+    pub async fn intake(&self, tenant: TenantId, catalogue: i64, order: NewOrder) -> Result<Order, Error> {
+        let mut conn = self.conn().await?;
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let shop = shop_of(conn, tenant, catalogue).await?;
+            let created = create(conn, &shop, &order, now).await?;
+            crate::events::order_event(conn, tenant, &created, "order.received", None, now).await?;
+            Ok(created)
+        })
+        .await
+    }
+}
+
+async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {
+    let skus: Vec<&str> = order.lines.iter().map(|l| l.sku.as_str()).collect();
+    let priced: Vec<Priced> = diesel::sql_query(
+        "SELECT id, sku, name, COALESCE(sale_price, price) AS unit_price, currency FROM products
+         WHERE catalogue_id = $1 AND retired_at IS NULL AND sku = ANY($2)",
+    )
+    .bind::<BigInt, _>(shop.id)
+    .bind::<Array<Text>, _>(&skus)
+    .load(conn)
+    .await?;
+    let priced: HashMap<&str, &Priced> = priced.iter().map(|p| (p.sku.as_str(), p)).collect();
+    let mut currencies: Vec<&str> = priced.values().map(|p| p.currency.as_str()).collect();
+    currencies.sort_unstable();
+    currencies.dedup();
+    if currencies.len() > 1 {
+        return Err(Error::field("lines", "The lines are priced in more than one currency."));
+    }
+    let currency = match <[_]>::first(&currencies) {
+        Some(currency) => (*currency).to_owned(),
+        None => crate::products::default_currency(conn, shop).await?,
+    };
+    let mut lines: Vec<LineRow> = order
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(n, line)| {
+            let found = priced.get(line.sku.as_str());
+            LineRow {
+                order_id: 0,
+                position: n as i32,
+                product_id: found.map(|p| p.id),
+                sku: line.sku.clone(),
+                name: found.map(|p| p.name.clone()),
+                quantity: line.quantity,
+                unit_price_minor: found.map(|p| p.unit_price),
+                line_total_minor: found.map(|p| p.unit_price * i64::from(line.quantity)),
+                currency: found.map(|p| p.currency.clone()),
+                reserved: 0,
+                stock_short: false,
+                unresolved: found.is_none(),
+            }
+        })
+        .collect();
+    let total: i64 = lines.iter().filter_map(|l| l.line_total_minor).sum();
+    let expires = now + time::Duration::hours(shop.reservation_ttl_hours.into());
+    let row: Row = diesel::insert_into(orders::table)
+        .values((
+            orders::tenant_id.eq(shop.tenant_id),
+            orders::catalogue_id.eq(shop.id),
+            orders::platform.eq(order.platform.as_deref().unwrap_or("manual")),
+            orders::status.eq("pending"),
+            orders::stock_policy.eq(&shop.stock_policy),
+            orders::hold.eq("held"),
+            orders::hold_expires_at.eq(expires),
+            orders::reservation_ttl_hours.eq(shop.reservation_ttl_hours),
+            orders::allow_backorder.eq(shop.allow_backorder),
+            orders::customer_handle.eq(&order.customer_handle),
+            orders::customer_name.eq(&order.customer_name),
+            orders::total_minor.eq(total),
+            orders::currency.eq(&currency),
+            orders::conversation_id.eq(order.conversation_id),
+            orders::priced_at.eq(now),
+            orders::created_at.eq(now),
+            orders::updated_at.eq(now),
+        ))
+        .returning(Row::as_returning())
+        .get_result(conn)
+        .await?;
+    let cause = format!("order {} created", row.id);
+    let why = OrderCause { order_id: row.id, cause: &cause, now };
+    let wanted = wanted(&lines);
+    let held = stock::hold(conn, &wanted, shop.allow_backorder, &why).await?;
+    allocate(&mut lines, &held);
+    insert_lines(conn, row.id, &lines).await?;
+    let ids: Vec<i64> = wanted.iter().map(|(id, _)| *id).collect();
+    stock::check_low(conn, shop, &ids, now).await?;
+    schedule_expiry(conn, &row, expires).await?;
+    Ok(Order::of(row, lines))
+}
+
+/// Units wanted per product, in product order.
+pub(crate) fn wanted(lines: &[LineRow]) -> Vec<(i64, i32)> {
+    let mut wanted: Vec<(i64, i32)> = Vec::new();
+    for line in lines {
+        if let Some(product) = line.product_id {
+            match wanted.iter_mut().find(|(id, _)| *id == product) {
+                Some((_, n)) => *n += line.quantity,
+                None => wanted.push((product, line.quantity)),
+            }
+        }
+    }
+    wanted.sort_unstable();
+    wanted
+}
+
+pub(crate) async fn schedule_expiry(conn: &mut store::Conn, row: &Row, at: OffsetDateTime) -> Result<(), Error> {
+    let options = Enqueue { tenant_id: Some(TenantId(row.tenant_id)), run_at: Some(at), ..Enqueue::default() };
+    store::jobs::enqueue(conn, &ExpireHold { order_id: row.id }, options).await?;
+    Ok(())
+}
+
+async fn insert_lines(conn: &mut store::Conn, order: i64, lines: &[LineRow]) -> Result<(), Error> {
+    diesel::sql_query(
+        "INSERT INTO order_lines (order_id, position, product_id, sku, name, quantity, unit_price_minor,
+             line_total_minor, currency, reserved, stock_short, unresolved)
+         SELECT $1, u.* FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[],
+             $8::bigint[], $9::text[], $10::int[], $11::bool[], $12::bool[]) AS u",
+    )
+    .bind::<BigInt, _>(order)
+    .bind::<Array<Integer>, _>(lines.iter().map(|l| l.position).collect::<Vec<_>>())
+    .bind::<Array<Nullable<BigInt>>, _>(lines.iter().map(|l| l.product_id).collect::<Vec<_>>())
+    .bind::<Array<Text>, _>(lines.iter().map(|l| l.sku.clone()).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Text>>, _>(lines.iter().map(|l| l.name.clone()).collect::<Vec<_>>())
+    .bind::<Array<Integer>, _>(lines.iter().map(|l| l.quantity).collect::<Vec<_>>())
+    .bind::<Array<Nullable<BigInt>>, _>(lines.iter().map(|l| l.unit_price_minor).collect::<Vec<_>>())
+    .bind::<Array<Nullable<BigInt>>, _>(lines.iter().map(|l| l.line_total_minor).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Text>>, _>(lines.iter().map(|l| l.currency.clone()).collect::<Vec<_>>())
+    .bind::<Array<Integer>, _>(lines.iter().map(|l| l.reserved).collect::<Vec<_>>())
+    .bind::<Array<Bool>, _>(lines.iter().map(|l| l.stock_short).collect::<Vec<_>>())
+    .bind::<Array<Bool>, _>(lines.iter().map(|l| l.unresolved).collect::<Vec<_>>())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The REST body, checked: manual or storefront, up to 100 lines of 1 to 100,000 units.
+fn parse(body: &Value) -> Result<NewOrder, Error> {
+    let object = object(body)?;
+    let mut body = Body::new(object);
+    let platform = body.one_of("platform", &["manual", "storefront", "chat", "ivr"]);
+    if let Member::Set(other @ ("chat" | "ivr")) = platform {
+        body.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
+    }
+    let handle = if body.has("customer_handle") {
+        body.text("customer_handle", 191)
+    } else {
+        body.text("customer_chat_id", 191)
+    };
+    let name = body.text("customer_name", 191);
+    let mut lines = Vec::new();
+    match object.get("lines") {
+        Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_LINES => {
+            for (n, row) in rows.iter().enumerate() {
+                let Some(row) = row.as_object() else {
+                    body.error(&format!("lines.{n}"), "Each line must be an object {sku, quantity}.");
+                    continue;
+                };
+                let mut line = Body::new(row);
+                let sku = if line.has("sku") { line.text("sku", 100) } else { line.text("retailer_id", 100) };
+                let quantity = line.int("quantity", 1, MAX_QUANTITY);
+                let (sku, quantity) = (sku.set(), quantity.set());
+                let mut problems = line.errors.into_map();
+                if sku.is_none() && problems.is_empty() {
+                    problems.entry("sku".into()).or_default().push("The sku field is required.".into());
+                }
+                if quantity.is_none() && !problems.contains_key("quantity") {
+                    problems.entry("quantity".into()).or_default().push("The quantity field is required.".into());
+                }
+                for (field, messages) in problems {
+                    for message in messages {
+                        body.error(&format!("lines.{n}.{field}"), message);
+                    }
+                }
+                if let (Some(sku), Some(quantity)) = (sku, quantity) {
+                    lines.push(NewLine { sku, quantity: quantity as i32 });
+                }
+            }
+        }
+        _ => body.error("lines", format!("Send between 1 and {MAX_LINES} lines.")),
+    }
+    body.errors.finish()?;
+    Ok(NewOrder {
+        platform: Some(platform.set().unwrap_or("manual").to_owned()),
+        customer_handle: handle.set(),
+        customer_name: name.set(),
+        conversation_id: None,
+        lines,
+    })
+}

@@ -1,0 +1,301 @@
+//! Status changes and what they do to stock (contract: Order status), the hold's expiry, and the
+//! order reads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Integer};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::{Caller, Error, Page, PageRequest, Permission};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::jobs::{Job, JobContext, JobError};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use utoipa::{IntoParams, ToSchema};
+
+use super::intake::{schedule_expiry, wanted};
+use super::{LineRow, Order, PLATFORMS, Row, STATUSES, allocate, held_by_product, lines_of, row_of, view};
+use crate::fields::{Body, Member, object};
+use crate::schema::orders;
+use crate::service::{CommerceService, shop_of};
+use crate::stock::{self, OrderCause};
+
+/// `PUT /catalogues/orders/{order}/status`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct StatusChange {
+    /// Any order status.
+    pub status: String,
+}
+
+/// `GET /catalogues/orders` filters.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OrderFilter {
+    pub status: Option<String>,
+    pub platform: Option<String>,
+    pub catalogue_id: Option<String>,
+    /// ISO 8601; orders changed at or after it.
+    pub updated_since: Option<String>,
+}
+
+/// What an order does to stock in a status: pending holds, the next four commit, the last two
+/// release.
+fn hold_for(status: &str) -> &'static str {
+    match status {
+        "pending" => "held",
+        "cancelled" | "refunded" => "released",
+        _ => "committed",
+    }
+}
+
+impl CommerceService {
+    pub async fn get_order(&self, caller: &Caller, id: i64) -> Result<Order, Error> {
+        caller.require(Permission::CATALOGUE_VIEW)?;
+        let mut conn = self.conn().await?;
+        let row = row_of(&mut conn, caller.tenant_id.0, id, false).await?;
+        view(&mut conn, row).await
+    }
+
+    /// Any status from any status; the same one again changes nothing.
+    pub async fn set_order_status(&self, caller: &Caller, id: i64, body: Value) -> Result<Order, Error> {
+        caller.require(Permission::CATALOGUE_MANAGE)?;
+        let object = object(&body)?;
+        let mut body = Body::new(object);
+        let status = match body.one_of("status", STATUSES) {
+            Member::Set(status) => status,
+            _ => {
+                if !body.has_error("status") {
+                    body.error("status", "The status field is required.");
+                }
+                body.errors.finish()?;
+                return Err(Error::field("status", "The status field is required."));
+            }
+        };
+        let mut conn = self.conn().await?;
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let row = row_of(conn, caller.tenant_id.0, id, true).await?;
+            if row.status == status {
+                return view(conn, row).await;
+            }
+            let previous = row.status.clone();
+            let cause = format!("order {} {status}", row.id);
+            let row = move_hold(conn, row, hold_for(status), &cause, now).await?;
+            let row: Row = diesel::update(orders::table.find(row.id))
+                .set((orders::status.eq(status), orders::updated_at.eq(now)))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await?;
+            let order = view(conn, row).await?;
+            crate::events::order_event(conn, caller.tenant_id, &order, "order.status_changed", Some(&previous), now)
+                .await?;
+            if status == "cancelled" {
+                crate::events::order_event(conn, caller.tenant_id, &order, "order.cancelled", Some(&previous), now)
+                    .await?;
+            }
+            Ok(order)
+        })
+        .await
+    }
+
+    /// Releases the hold of a pending order past its expiry; anything else is left alone.
+    pub async fn expire_hold(&self, id: i64) -> Result<(), Error> {
+        let mut conn = self.conn().await?;
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let row: Option<Row> =
+                orders::table.find(id).select(Row::as_select()).for_update().first(conn).await.optional()?;
+            let Some(row) = row else { return Ok(()) };
+            let due = row.hold_expires_at.is_some_and(|at| at <= now);
+            if row.status != "pending" || row.hold != "held" || !due {
+                return Ok(());
+            }
+            let cause = format!("order {} hold expired", row.id);
+            move_hold(conn, row, "released", &cause, now).await?;
+            diesel::update(orders::table.find(id)).set(orders::updated_at.eq(now)).execute(conn).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The tenant's orders, newest change first.
+    pub async fn list_orders(
+        &self,
+        caller: &Caller,
+        filter: &OrderFilter,
+        page: PageRequest,
+    ) -> Result<Page<Order>, Error> {
+        caller.require(Permission::CATALOGUE_VIEW)?;
+        let filter = Filter::parse(filter)?;
+        let mut conn = self.conn().await?;
+        let tenant = caller.tenant_id.0;
+        let query = || {
+            let mut query = orders::table.filter(orders::tenant_id.eq(tenant)).into_boxed();
+            if let Some(status) = &filter.status {
+                query = query.filter(orders::status.eq(status.clone()));
+            }
+            if let Some(platform) = &filter.platform {
+                query = query.filter(orders::platform.eq(platform.clone()));
+            }
+            if let Some(catalogue) = filter.catalogue_id {
+                query = query.filter(orders::catalogue_id.eq(catalogue));
+            }
+            if let Some(since) = filter.updated_since {
+                query = query.filter(orders::updated_at.ge(since));
+            }
+            query
+        };
+        let total: i64 = query().count().get_result(&mut conn).await?;
+        let rows: Vec<Row> = query()
+            .order((orders::updated_at.desc(), orders::id.desc()))
+            .limit(page.per_page)
+            .offset(page.offset())
+            .select(Row::as_select())
+            .load(&mut conn)
+            .await?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
+            items.push(view(&mut conn, row).await?);
+        }
+        Ok(Page::new(items, page, total))
+    }
+}
+
+struct Filter {
+    status: Option<String>,
+    platform: Option<String>,
+    catalogue_id: Option<i64>,
+    updated_since: Option<OffsetDateTime>,
+}
+
+impl Filter {
+    fn parse(query: &OrderFilter) -> Result<Self, Error> {
+        let mut errors = kernel::error::FieldErrors::new();
+        let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+        let status = given(&query.status);
+        if status.as_deref().is_some_and(|s| !STATUSES.contains(&s)) {
+            errors.add("status", format!("The status must be one of: {}.", STATUSES.join(", ")));
+        }
+        let platform = given(&query.platform);
+        if platform.as_deref().is_some_and(|p| !PLATFORMS.contains(&p)) {
+            errors.add("platform", format!("The platform must be one of: {}.", PLATFORMS.join(", ")));
+        }
+        let catalogue_id = match given(&query.catalogue_id) {
+            None => None,
+            Some(raw) => match raw.parse::<i64>() {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    errors.add("catalogue_id", "The catalogue_id must be an integer.");
+                    None
+                }
+            },
+        };
+        let updated_since = match given(&query.updated_since) {
+            None => None,
+            Some(raw) => match OffsetDateTime::parse(&raw, &Rfc3339) {
+                Ok(at) => Some(at),
+                Err(_) => {
+                    errors.add("updated_since", "The updated_since must be an ISO 8601 date-time with an offset.");
+                    None
+                }
+            },
+        };
+        errors.finish()?;
+        Ok(Self { status, platform, catalogue_id, updated_since })
+    }
+}
+
+/// Moves the order's stock from its hold state to `target` (contract: Order status, stock
+/// effects), updating what its lines hold.
+async fn move_hold(
+    conn: &mut store::Conn,
+    row: Row,
+    target: &'static str,
+    cause: &str,
+    now: OffsetDateTime,
+) -> Result<Row, Error> {
+    if row.hold == target {
+        return Ok(row);
+    }
+    let why = OrderCause { order_id: row.id, cause, now };
+    let mut lines = lines_of(conn, row.id).await?;
+    let holding = held_by_product(&lines);
+    let policy = row.stock_policy.as_str();
+    match (row.hold.as_str(), target) {
+        ("held", "committed") => stock::commit(conn, &holding, policy, &why).await?,
+        ("held", _) => {
+            stock::release(conn, &holding, &why).await?;
+            clear(&mut lines);
+        }
+        ("committed", "released") => {
+            stock::restock(conn, &holding, policy, &why).await?;
+            clear(&mut lines);
+        }
+        // back to a hold (from committed or released), then committed again if asked
+        (from, _) => {
+            if from == "committed" {
+                stock::restock(conn, &holding, policy, &why).await?;
+            }
+            let held: HashMap<i64, i32> = stock::hold(conn, &wanted(&lines), row.allow_backorder, &why).await?;
+            allocate(&mut lines, &held);
+            if target == "committed" {
+                stock::commit(conn, &held_by_product(&lines), policy, &why).await?;
+            }
+        }
+    }
+    save_lines(conn, &lines).await?;
+    let products: Vec<i64> =
+        holding.iter().map(|(id, _)| *id).chain(wanted(&lines).iter().map(|(id, _)| *id)).collect();
+    let shop = shop_of(conn, kernel::TenantId(row.tenant_id), row.catalogue_id).await?;
+    stock::check_low(conn, &shop, &products, now).await?;
+    let expires = (target == "held").then(|| now + time::Duration::hours(row.reservation_ttl_hours.into()));
+    let row: Row = diesel::update(orders::table.find(row.id))
+        .set((orders::hold.eq(target), orders::hold_expires_at.eq(expires)))
+        .returning(Row::as_returning())
+        .get_result(conn)
+        .await?;
+    if let Some(at) = expires {
+        schedule_expiry(conn, &row, at).await?;
+    }
+    Ok(row)
+}
+
+fn clear(lines: &mut [LineRow]) {
+    for line in lines {
+        line.reserved = 0;
+    }
+}
+
+async fn save_lines(conn: &mut store::Conn, lines: &[LineRow]) -> Result<(), Error> {
+    let Some(first) = lines.first() else { return Ok(()) };
+    diesel::sql_query(
+        "UPDATE order_lines l SET reserved = u.r, stock_short = u.s
+         FROM unnest($2::int[], $3::int[], $4::bool[]) AS u(p, r, s)
+         WHERE l.order_id = $1 AND l.position = u.p",
+    )
+    .bind::<BigInt, _>(first.order_id)
+    .bind::<Array<Integer>, _>(lines.iter().map(|l| l.position).collect::<Vec<_>>())
+    .bind::<Array<Integer>, _>(lines.iter().map(|l| l.reserved).collect::<Vec<_>>())
+    .bind::<Array<Bool>, _>(lines.iter().map(|l| l.stock_short).collect::<Vec<_>>())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Releases a pending order's hold once `reservation_ttl_hours` have passed (contract: Order
+/// status); scheduled when the hold starts, run by the worker's clock.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ExpireHold {
+    pub order_id: i64,
+}
+
+impl Job for ExpireHold {
+    const NAME: &'static str = "commerce.expire_hold";
+    type State = CommerceService;
+
+    async fn run(self, service: Arc<CommerceService>, _ctx: JobContext) -> Result<(), JobError> {
+        Ok(service.expire_hold(self.order_id).await?)
+    }
+}

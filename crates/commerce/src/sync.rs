@@ -1,0 +1,575 @@
+//! Sync runs (contract: Sync report, Sync run and feed): a product batch is accepted at once
+//! (202) and worked by a job in one transaction; every row's fate is in the report.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use store::jobs::{Enqueue, Job, JobContext, JobError};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use crate::catalogues::Row as Shop;
+use crate::fields::object;
+use crate::products::{Cause, Change, Input, Loaded, default_currency, load_drafts, write};
+use crate::schema::{catalogue_syncs as s, catalogues};
+use crate::service::CommerceService;
+
+/// Products in one batch (contract: Limits).
+pub const MAX_PRODUCTS: usize = 5_000;
+/// Problems kept in a report (contract: Limits).
+pub const MAX_PROBLEMS: usize = 200;
+/// A row naming a product an earlier row of the batch already named.
+const DUPLICATE: &str = "duplicate sku in this batch: the earlier row for this product was used";
+/// How long an `Idempotency-Key` names its run.
+const KEY_WINDOW: time::Duration = time::Duration::hours(24);
+
+/// One row that did not land where it should (contract: Sync report).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct Problem {
+    /// The row's code as sent, or null.
+    pub sku: Option<String>,
+    /// `ingest`: the row was not stored; a platform name: stored, but not shown there.
+    pub stage: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = s)]
+struct Row {
+    id: i64,
+    catalogue_id: i64,
+    kind: String,
+    mode: String,
+    status: String,
+    received: i32,
+    created: i32,
+    updated: i32,
+    unchanged: i32,
+    rejected: i32,
+    retired: i32,
+    platforms: Value,
+    problems: Value,
+    problems_truncated: bool,
+    failure: Option<String>,
+    created_at: OffsetDateTime,
+    started_at: Option<OffsetDateTime>,
+    finished_at: Option<OffsetDateTime>,
+}
+
+/// A sync run's report.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Report {
+    pub id: i64,
+    pub catalogue_id: i64,
+    /// `batch` (feeds and imports later).
+    pub kind: String,
+    /// `upsert` or `replace`.
+    pub mode: String,
+    /// `queued`, `running`, `completed`, `failed`.
+    pub status: String,
+    pub received: i32,
+    pub created: i32,
+    pub updated: i32,
+    /// Rows equal to their product.
+    pub unchanged: i32,
+    pub rejected: i32,
+    pub retired: i32,
+    /// `{<platform>: {synced, blocked}}`.
+    #[schema(value_type = Object)]
+    pub platforms: Value,
+    /// At most 200; left out of lists and of `sync.completed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<Problem>>,
+    pub problems_truncated: bool,
+    /// The answer to a repeated `Idempotency-Key`.
+    pub replayed: bool,
+    /// Why a failed run failed.
+    pub failure: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl Report {
+    /// The webhooks catalogue's sample: a finished batch with a few bad rows.
+    pub(crate) fn sample() -> Self {
+        let at = time::macros::datetime!(2026-11-26 09:30 UTC);
+        Self {
+            id: 311,
+            catalogue_id: 7,
+            kind: "batch".to_owned(),
+            mode: "upsert".to_owned(),
+            status: "completed".to_owned(),
+            received: 120,
+            created: 8,
+            updated: 101,
+            unchanged: 8,
+            rejected: 3,
+            retired: 0,
+            platforms: json!({}),
+            problems: None,
+            problems_truncated: false,
+            replayed: false,
+            failure: None,
+            created_at: at,
+            started_at: Some(at),
+            finished_at: Some(at + time::Duration::seconds(2)),
+        }
+    }
+
+    fn of(row: Row, with_problems: bool) -> Self {
+        Self {
+            id: row.id,
+            catalogue_id: row.catalogue_id,
+            kind: row.kind,
+            mode: row.mode,
+            status: row.status,
+            received: row.received,
+            created: row.created,
+            updated: row.updated,
+            unchanged: row.unchanged,
+            rejected: row.rejected,
+            retired: row.retired,
+            platforms: row.platforms,
+            problems: with_problems.then(|| serde_json::from_value(row.problems).unwrap_or_default()),
+            problems_truncated: row.problems_truncated,
+            replayed: false,
+            failure: row.failure,
+            created_at: row.created_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+        }
+    }
+}
+
+/// `POST /catalogues/{catalogue}/products/batch` (documentation).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct Batch {
+    /// `upsert` (default) or `replace`.
+    pub mode: Option<String>,
+    /// 1 to 5,000 product bodies; `name` and `price` needed for new ones.
+    #[schema(value_type = Vec<Object>)]
+    pub products: Vec<Value>,
+}
+
+/// Works one sync run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunSync {
+    pub sync_id: i64,
+}
+
+impl Job for RunSync {
+    const NAME: &'static str = "commerce.sync";
+    const MAX_ATTEMPTS: i32 = 3;
+    type State = CommerceService;
+
+    async fn run(self, service: Arc<CommerceService>, ctx: JobContext) -> Result<(), JobError> {
+        match service.run_sync(self.sync_id).await {
+            Ok(()) => Ok(()),
+            // the last attempt reports the failure instead of leaving the run `running`
+            Err(error) if ctx.attempt >= Self::MAX_ATTEMPTS => {
+                service.fail_sync(self.sync_id, &error.message).await?;
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+impl CommerceService {
+    /// Accepts a batch: the report of the new run, or of the run that owns a repeated key.
+    pub async fn accept_batch(
+        &self,
+        caller: &Caller,
+        catalogue: i64,
+        key: Option<&str>,
+        body: Value,
+    ) -> Result<Report, Error> {
+        let mut conn = self.conn().await?;
+        let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
+        let now = self.clock.now();
+        // contract: a repeated key returns the owning run, whatever the body
+        if let Some(key) = key
+            && let Some(owner) = owner_of(&mut conn, shop.id, key, now).await?
+        {
+            return Ok(owner);
+        }
+        let body = object(&body)?;
+        let mode = match body.get("mode") {
+            None | Some(Value::Null) => "upsert",
+            Some(Value::String(m)) if m == "upsert" || m == "replace" => {
+                if m == "upsert" {
+                    "upsert"
+                } else {
+                    "replace"
+                }
+            }
+            Some(_) => return Err(Error::field("mode", "The mode must be upsert or replace.")),
+        };
+        let products = match body.get("products") {
+            Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_PRODUCTS => rows,
+            Some(Value::Array(_)) => {
+                return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
+            }
+            _ => return Err(Error::field("products", "The products field is required and must be a list.")),
+        };
+        let accepted = conn
+            .transaction::<_, Error, _>(async |conn| {
+                if let Some(key) = key {
+                    // a key older than the window is free again
+                    diesel::update(
+                        s::table.filter(
+                            s::catalogue_id
+                                .eq(shop.id)
+                                .and(s::idempotency_key.eq(key))
+                                .and(s::created_at.le(now - KEY_WINDOW)),
+                        ),
+                    )
+                    .set(s::idempotency_key.eq(None::<String>))
+                    .execute(conn)
+                    .await?;
+                }
+                let row: Option<Row> = diesel::insert_into(s::table)
+                    .values((
+                        s::tenant_id.eq(shop.tenant_id),
+                        s::catalogue_id.eq(shop.id),
+                        s::mode.eq(mode),
+                        s::status.eq("queued"),
+                        s::idempotency_key.eq(key),
+                        s::payload.eq(Value::Array(products.clone())),
+                        s::received.eq(products.len() as i32),
+                        s::created_at.eq(now),
+                    ))
+                    .on_conflict_do_nothing()
+                    .returning(Row::as_returning())
+                    .get_result(conn)
+                    .await
+                    .optional()?;
+                if let Some(row) = &row {
+                    let options = Enqueue { tenant_id: Some(TenantId(shop.tenant_id)), ..Enqueue::default() };
+                    store::jobs::enqueue(conn, &RunSync { sync_id: row.id }, options).await?;
+                }
+                Ok(row)
+            })
+            .await?;
+        match (accepted, key) {
+            (Some(row), _) => Ok(Report::of(row, true)),
+            // the same key won a race a moment ago
+            (None, Some(key)) => {
+                owner_of(&mut conn, shop.id, key, now).await?.ok_or_else(|| Error::internal("sync key"))
+            }
+            (None, None) => Err(Error::internal("sync insert")),
+        }
+    }
+
+    pub async fn get_sync(&self, caller: &Caller, catalogue: i64, sync: i64) -> Result<Report, Error> {
+        let mut conn = self.conn().await?;
+        let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
+        let row: Row = s::table
+            .filter(s::id.eq(sync).and(s::catalogue_id.eq(shop.id)))
+            .select(Row::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+            .ok_or_else(|| Error::not_found("Sync"))?;
+        Ok(Report::of(row, true))
+    }
+
+    /// Past runs, newest first, without their problems.
+    pub async fn list_syncs(&self, caller: &Caller, catalogue: i64, page: PageRequest) -> Result<Page<Report>, Error> {
+        let mut conn = self.conn().await?;
+        let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
+        let total: i64 = s::table.filter(s::catalogue_id.eq(shop.id)).count().get_result(&mut conn).await?;
+        let rows: Vec<Row> = s::table
+            .filter(s::catalogue_id.eq(shop.id))
+            .order(s::id.desc())
+            .limit(page.per_page)
+            .offset(page.offset())
+            .select(Row::as_select())
+            .load(&mut conn)
+            .await?;
+        Ok(Page::new(rows.into_iter().map(|r| Report::of(r, false)).collect(), page, total))
+    }
+
+    /// Works a run in one transaction; a run already finished is left alone (jobs run at least
+    /// once).
+    pub async fn run_sync(&self, sync: i64) -> Result<(), Error> {
+        let mut conn = self.conn().await?;
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let Some((catalogue, mode, status, payload)) = s::table
+                .find(sync)
+                .select((s::catalogue_id, s::mode, s::status, s::payload))
+                .for_update()
+                .first::<(i64, String, String, Option<Value>)>(conn)
+                .await
+                .optional()?
+            else {
+                return Ok(());
+            };
+            if status == "completed" || status == "failed" {
+                return Ok(());
+            }
+            let shop: Shop = catalogues::table.find(catalogue).select(Shop::as_select()).first(conn).await?;
+            let rows = match payload {
+                Some(Value::Array(rows)) => rows,
+                _ => Vec::new(),
+            };
+            let outcome = ingest(conn, &shop, sync, &rows, mode == "replace", now).await?;
+            let (problems, truncated) = outcome.problems_kept();
+            let row: Row = diesel::update(s::table.find(sync))
+                .set((
+                    s::status.eq("completed"),
+                    s::payload.eq(None::<Value>),
+                    s::created.eq(outcome.created),
+                    s::updated.eq(outcome.updated),
+                    s::unchanged.eq(outcome.unchanged),
+                    s::rejected.eq(outcome.problems.len() as i32),
+                    s::retired.eq(outcome.retired),
+                    s::problems.eq(problems),
+                    s::problems_truncated.eq(truncated),
+                    s::started_at.eq(now),
+                    s::finished_at.eq(self.clock.now()),
+                ))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await?;
+            diesel::update(catalogues::table.find(catalogue))
+                .set(catalogues::last_synced_at.eq(row.finished_at))
+                .execute(conn)
+                .await?;
+            completed(conn, &shop, row).await
+        })
+        .await
+    }
+
+    /// Marks a run that could not be worked as failed, and says so.
+    pub async fn fail_sync(&self, sync: i64, why: &str) -> Result<(), Error> {
+        let mut conn = self.conn().await?;
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let row: Option<Row> = diesel::update(s::table.find(sync).filter(s::status.eq_any(["queued", "running"])))
+                .set((s::status.eq("failed"), s::payload.eq(None::<Value>), s::failure.eq(why), s::finished_at.eq(now)))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?;
+            let Some(row) = row else { return Ok(()) };
+            let shop: Shop = catalogues::table.find(row.catalogue_id).select(Shop::as_select()).first(conn).await?;
+            completed(conn, &shop, row).await
+        })
+        .await
+    }
+}
+
+/// `sync.completed`: the report without its problems (contract: Payload shapes).
+async fn completed(conn: &mut store::Conn, shop: &Shop, row: Row) -> Result<(), Error> {
+    let at = row.finished_at.unwrap_or(row.created_at);
+    let payload = crate::events::sync_completed(&Report::of(row, false));
+    store::outbox::emit(conn, TenantId(shop.tenant_id), "sync.completed", payload, at).await?;
+    Ok(())
+}
+
+async fn owner_of(conn: &mut store::Conn, shop: i64, key: &str, now: OffsetDateTime) -> Result<Option<Report>, Error> {
+    let row: Option<Row> = s::table
+        .filter(s::catalogue_id.eq(shop).and(s::idempotency_key.eq(key)).and(s::created_at.gt(now - KEY_WINDOW)))
+        .select(Row::as_select())
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(row.map(|row| Report { replayed: true, ..Report::of(row, true) }))
+}
+
+/// What a run did.
+#[derive(Default)]
+struct Outcome {
+    created: i32,
+    updated: i32,
+    unchanged: i32,
+    retired: i32,
+    problems: Vec<Problem>,
+}
+
+impl Outcome {
+    fn reject(&mut self, sku: Option<String>, reason: impl Into<String>) {
+        self.problems.push(Problem { sku, stage: "ingest".to_owned(), reason: reason.into() });
+    }
+
+    fn problems_kept(&self) -> (Value, bool) {
+        let kept: Vec<&Problem> = self.problems.iter().take(MAX_PROBLEMS).collect();
+        (json!(kept), self.problems.len() > MAX_PROBLEMS)
+    }
+}
+
+/// Matches each row (by code, else by name), applies it, writes every change at once, and in
+/// `replace` mode retires what the payload left out.
+async fn ingest(
+    conn: &mut store::Conn,
+    shop: &Shop,
+    sync: i64,
+    rows: &[Value],
+    replace: bool,
+    now: OffsetDateTime,
+) -> Result<Outcome, Error> {
+    let loaded = load_drafts(conn, shop.id, None, None).await?;
+    let by_sku: HashMap<&str, &Loaded> = loaded.iter().map(|l| (l.sku.as_str(), l)).collect();
+    let mut by_name: HashMap<String, &Loaded> = HashMap::new();
+    for product in loaded.iter().filter(|l| !l.retired) {
+        by_name.entry(product.name.to_lowercase()).or_insert(product);
+    }
+    let currency = default_currency(conn, shop).await?;
+    let mut outcome = Outcome::default();
+    let mut changes: Vec<Change> = Vec::new();
+    // codes named by the payload (rejected rows' included: a bad row never retires its product)
+    let mut present: HashSet<String> = HashSet::new();
+    let mut matched: HashSet<i64> = HashSet::new();
+    let mut unnamed: Vec<usize> = Vec::new();
+    for row in rows {
+        let sent_sku = row.get("sku").or_else(|| row.get("retailer_id")).and_then(Value::as_str).map(str::to_owned);
+        let Some(object) = row.as_object() else {
+            outcome.reject(None, "Each product must be an object.");
+            continue;
+        };
+        if let Some(sku) = &sent_sku {
+            present.insert(sku.trim().to_owned());
+        }
+        let input = match Input::read_object(object) {
+            Ok(input) => input,
+            Err(reason) => {
+                outcome.reject(sent_sku, reason);
+                continue;
+            }
+        };
+        let code = input.sku.clone().set();
+        let found = match &code {
+            Some(code) => by_sku.get(code.as_str()).copied(),
+            None => object
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| by_name.get(&name.trim().to_lowercase()).copied()),
+        };
+        if let Some(found) = found
+            && !matched.insert(found.id)
+        {
+            outcome.reject(sent_sku, DUPLICATE);
+            continue;
+        }
+        if found.is_none()
+            && let Some(code) = &code
+            && changes.iter().any(|c| c.id.is_none() && &c.draft.sku == code)
+        {
+            outcome.reject(sent_sku, DUPLICATE);
+            continue;
+        }
+        let change = match found {
+            Some(found) if !found.retired => match input.apply(found.draft()) {
+                Ok(draft) if draft == found.draft() => {
+                    outcome.unchanged += 1;
+                    continue;
+                }
+                Ok(draft) => Change { id: Some(found.id), draft, old_inventory: found.inventory, revive: false },
+                Err((_, reason)) => {
+                    outcome.reject(sent_sku, reason);
+                    continue;
+                }
+            },
+            _ => match input.create(code.clone().unwrap_or_default(), &currency) {
+                Ok(draft) => Change {
+                    id: found.map(|f| f.id),
+                    old_inventory: found.and_then(|f| f.inventory),
+                    revive: found.is_some(),
+                    draft,
+                },
+                Err((_, reason)) => {
+                    outcome.reject(sent_sku, reason);
+                    continue;
+                }
+            },
+        };
+        if code.is_none() && change.id.is_none() {
+            unnamed.push(changes.len());
+        }
+        if change.id.is_some() && !change.revive {
+            outcome.updated += 1;
+        } else {
+            outcome.created += 1;
+        }
+        present.insert(change.draft.sku.clone());
+        changes.push(change);
+    }
+    // codes for new products sent without one
+    let mut taken: HashSet<String> = loaded.iter().map(|l| l.sku.clone()).collect();
+    taken.extend(changes.iter().map(|c| c.draft.sku.clone()));
+    let codes = issue_codes(conn, shop, unnamed.len(), &taken).await?;
+    for (index, code) in unnamed.into_iter().zip(codes) {
+        present.insert(code.clone());
+        changes[index].draft.sku = code;
+    }
+    let cause = format!("sync {sync}");
+    write(conn, shop, &changes, Cause { kind: "sync", cause: &cause, sync_id: Some(sync) }, now).await?;
+    if replace {
+        outcome.retired = retire_absent(conn, shop, &present, now).await?;
+    }
+    Ok(outcome)
+}
+
+/// `<PREFIX>-<5 digits>` codes from the shop's counter, skipping codes already in use.
+async fn issue_codes(
+    conn: &mut store::Conn,
+    shop: &Shop,
+    count: usize,
+    taken: &HashSet<String>,
+) -> Result<Vec<String>, Error> {
+    let prefix = shop.sku_prefix.as_deref().unwrap_or("SKU");
+    let mut codes = Vec::with_capacity(count);
+    while codes.len() < count {
+        let wanted = (count - codes.len()) as i64;
+        let last: i64 = diesel::update(catalogues::table.find(shop.id))
+            .set(catalogues::sku_counter.eq(catalogues::sku_counter + wanted))
+            .returning(catalogues::sku_counter)
+            .get_result(conn)
+            .await?;
+        codes.extend(
+            (last - wanted + 1..=last).map(|n| format!("{prefix}-{n:05}")).filter(|code| !taken.contains(code)),
+        );
+    }
+    Ok(codes)
+}
+
+/// Retires the shelf products whose code the payload did not name.
+async fn retire_absent(
+    conn: &mut store::Conn,
+    shop: &Shop,
+    present: &HashSet<String>,
+    now: OffsetDateTime,
+) -> Result<i32, Error> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let present: Vec<&String> = present.iter().collect();
+    let retired: Count = diesel::sql_query(
+        "WITH gone AS (
+             UPDATE products SET retired_at = $3, updated_at = $3
+             WHERE catalogue_id = $1 AND retired_at IS NULL AND NOT (sku = ANY($2))
+             RETURNING id),
+         unlisted AS (DELETE FROM product_listings WHERE product_id IN (SELECT id FROM gone))
+         SELECT count(*) AS n FROM gone",
+    )
+    .bind::<BigInt, _>(shop.id)
+    .bind::<Array<Text>, _>(&present)
+    .bind::<Timestamptz, _>(now)
+    .get_result(conn)
+    .await?;
+    Ok(retired.n as i32)
+}

@@ -1,0 +1,9 @@
+DROP TABLE order_lines;
+DROP TABLE orders;
+DROP TABLE catalogue_syncs;
+DROP TABLE stock_movements;
+DROP TABLE product_listings;
+DROP TABLE products;
+DROP TABLE catalogue_categories;
+DROP TABLE catalogue_brands;
+DROP TABLE catalogues;
