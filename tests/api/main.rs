@@ -3,6 +3,7 @@
 mod account;
 mod admin_cli;
 mod auth;
+mod commerce;
 mod contacts;
 mod contacts_original;
 mod framework;

@@ -457,11 +457,13 @@ async fn ingest(
                 .and_then(Value::as_str)
                 .and_then(|name| by_name.get(&name.trim().to_lowercase()).copied()),
         };
-        if let Some(found) = found
-            && !matched.insert(found.id)
-        {
-            outcome.reject(sent_sku, DUPLICATE);
-            continue;
+        if let Some(found) = found {
+            if !matched.insert(found.id) {
+                outcome.reject(sent_sku, DUPLICATE);
+                continue;
+            }
+            // named by the payload, whatever happens to the row
+            present.insert(found.sku.clone());
         }
         if found.is_none()
             && let Some(code) = &code

@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::intake::{schedule_expiry, wanted};
 use super::{LineRow, Order, PLATFORMS, Row, STATUSES, allocate, held_by_product, lines_of, row_of, view};
 use crate::fields::{Body, Member, object};
-use crate::schema::orders;
+use crate::schema::{order_lines, orders};
 use crate::service::{CommerceService, shop_of};
 use crate::stock::{self, OrderCause};
 
@@ -155,10 +155,24 @@ impl CommerceService {
             .select(Row::as_select())
             .load(&mut conn)
             .await?;
-        let mut items = Vec::with_capacity(rows.len());
-        for row in rows {
-            items.push(view(&mut conn, row).await?);
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let mut lines: HashMap<i64, Vec<LineRow>> = HashMap::new();
+        let found: Vec<LineRow> = order_lines::table
+            .filter(order_lines::order_id.eq_any(&ids))
+            .order((order_lines::order_id, order_lines::position))
+            .select(LineRow::as_select())
+            .load(&mut conn)
+            .await?;
+        for line in found {
+            lines.entry(line.order_id).or_default().push(line);
         }
+        let items = rows
+            .into_iter()
+            .map(|row| {
+                let lines = lines.remove(&row.id).unwrap_or_default();
+                Order::of(row, lines)
+            })
+            .collect();
         Ok(Page::new(items, page, total))
     }
 }

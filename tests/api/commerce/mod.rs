@@ -1,0 +1,11 @@
+//! Commerce (contract: Catalogue, Product, Order, Sync report, Inventory level and movement,
+//! Order status; Catalogues, products, stock, orders): shops, products, sync runs, stock with
+//! reservations, and orders.
+
+mod batch;
+mod orders;
+mod products;
+mod reservations;
+mod shops;
+mod stock;
+mod support;
