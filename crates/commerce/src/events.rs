@@ -154,3 +154,42 @@ pub fn samples() -> Vec<(&'static str, Value)> {
         ("stock.low", stock_low(7, &sample_product(), 5)),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deprecated_amounts_are_in_main_units_of_the_currency() {
+        assert_eq!(main_units(1_800_000, "TZS"), json!(18_000));
+        assert_eq!(main_units(150_050, "TZS"), json!(1_500.5));
+        assert_eq!(main_units(1_500, "UGX"), json!(1_500));
+    }
+
+    #[test]
+    fn order_payloads_carry_the_order_and_the_deprecated_duplicates() {
+        let payload = order_payload(&sample_order("confirmed", [2, 1], "committed"), Some("pending"));
+        assert_eq!(payload["previous_status"], "pending");
+        assert_eq!(payload["order"]["stock_policy"], "svc");
+        assert_eq!(payload["order_id"], 1042);
+        assert_eq!(payload["customer_chat_id"], "255712345678");
+        assert_eq!(payload["total_amount"], json!(42_500));
+        assert_eq!(
+            payload["product_items"][0],
+            json!({
+                "product_retailer_id": "DUKA-00012", "quantity": 2, "item_price": 18_000, "currency": "TZS"
+            })
+        );
+        assert!(order_payload(&sample_order("pending", [2, 1], "held"), None).get("previous_status").is_none());
+    }
+
+    #[test]
+    fn sync_completed_leaves_out_the_problems() {
+        let mut report = Report::sample();
+        report.problems = Some(Vec::new());
+        let payload = sync_completed(&report);
+        assert_eq!(payload["catalogue_id"], 7);
+        assert!(payload["sync"].get("problems").is_none());
+        assert_eq!(payload["sync"]["status"], "completed");
+    }
+}

@@ -208,3 +208,44 @@ pub(crate) fn allocate(lines: &mut [LineRow], held: &std::collections::HashMap<i
         line.stock_short = take < line.quantity;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn line(position: i32, product: Option<i64>, quantity: i32) -> LineRow {
+        LineRow {
+            order_id: 1,
+            position,
+            product_id: product,
+            sku: format!("S{position}"),
+            name: None,
+            quantity,
+            unit_price_minor: None,
+            line_total_minor: None,
+            currency: None,
+            reserved: 0,
+            stock_short: false,
+            unresolved: product.is_none(),
+        }
+    }
+
+    #[test]
+    fn what_a_product_holds_is_shared_among_its_lines_in_line_order() {
+        let mut lines = vec![line(0, Some(7), 2), line(1, None, 5), line(2, Some(7), 3), line(3, Some(9), 1)];
+        allocate(&mut lines, &HashMap::from([(7, 4), (9, 1)]));
+        let held: Vec<(i32, bool)> = lines.iter().map(|l| (l.reserved, l.stock_short)).collect();
+        assert_eq!(held, vec![(2, false), (0, false), (2, true), (1, false)]);
+        assert_eq!(held_by_product(&lines), vec![(7, 4), (9, 1)]);
+    }
+
+    #[test]
+    fn an_order_of_unresolved_lines_holds_nothing() {
+        let mut lines = vec![line(0, None, 3)];
+        allocate(&mut lines, &HashMap::new());
+        assert_eq!((lines[0].reserved, lines[0].stock_short), (0, false));
+        assert!(held_by_product(&lines).is_empty());
+    }
+}

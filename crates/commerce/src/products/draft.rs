@@ -151,3 +151,46 @@ impl Input {
         Ok(draft)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn input(body: Value) -> Input {
+        Input::read_object(body.as_object().expect("object")).expect("valid")
+    }
+
+    #[test]
+    fn a_body_changes_only_what_it_sends_and_null_clears() {
+        let made = input(json!({"name": "Kahawa", "price": 1800, "sale_price": 1500, "brand": "Kili"}))
+            .create("K-1".into(), "TZS")
+            .expect("created");
+        let changed = input(json!({"sale_price": null, "inventory": 4})).apply(made.clone()).expect("applied");
+        assert_eq!((changed.sale_price, changed.inventory), (None, Some(4)));
+        assert_eq!((changed.name.as_str(), changed.brand.as_deref()), ("Kahawa", Some("Kili")));
+    }
+
+    #[test]
+    fn creating_needs_a_name_and_a_price_and_a_sale_price_stays_below_the_price() {
+        assert_eq!(input(json!({"price": 10})).create("A".into(), "TZS").map_err(|e| e.0), Err("name"));
+        assert_eq!(input(json!({"name": "A"})).create("A".into(), "TZS").map_err(|e| e.0), Err("price"));
+        let sale = input(json!({"name": "A", "price": 10, "sale_price": 11})).create("A".into(), "TZS");
+        assert_eq!(sale.map_err(|e| e.0), Err("sale_price"));
+    }
+
+    #[test]
+    fn retailer_id_stands_for_sku_and_bad_values_are_refused() {
+        assert_eq!(input(json!({"retailer_id": "R-1"})).sku, Member::Set("R-1".to_owned()));
+        assert_eq!(input(json!({"sku": "S", "retailer_id": "R"})).sku, Member::Set("S".to_owned()));
+        for bad in [
+            json!({"sku": "a/b"}),
+            json!({"price": -1}),
+            json!({"availability": "soon"}),
+            json!({"image_url": "ftp://x"}),
+        ] {
+            assert!(Input::read_object(bad.as_object().expect("object")).is_err(), "{bad}");
+        }
+    }
+}

@@ -177,3 +177,34 @@ pub(crate) async fn views(conn: &mut store::Conn, shop: &Shop, ids: &[i64]) -> R
 pub(crate) async fn view(conn: &mut store::Conn, shop: &Shop, id: i64) -> Result<Product, Error> {
     views(conn, shop, &[id]).await?.pop().ok_or_else(|| Error::not_found("Product"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(state: &str) -> Listing {
+        Listing {
+            product_id: 1,
+            platform: state.to_owned(),
+            state: state.to_owned(),
+            problem: None,
+            updated_at: OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn availability_follows_what_is_left_unless_untracked_or_backordered() {
+        assert_eq!(derived_availability(None, 3, false), "in stock");
+        assert_eq!(derived_availability(Some(5), 4, false), "in stock");
+        assert_eq!(derived_availability(Some(5), 5, false), "out of stock");
+        assert_eq!(derived_availability(Some(0), 0, false), "out of stock");
+        assert_eq!(derived_availability(Some(0), 2, true), "in stock");
+    }
+
+    #[test]
+    fn the_sync_status_is_the_most_pressing_listing_state() {
+        assert_eq!(roll_up(&[]), None);
+        assert_eq!(roll_up(&[listing("synced"), listing("pending")]).as_deref(), Some("pending"));
+        assert_eq!(roll_up(&[listing("synced"), listing("blocked"), listing("drifted")]).as_deref(), Some("blocked"));
+    }
+}
