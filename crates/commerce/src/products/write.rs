@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 
 use diesel::QueryableByName;
+use diesel::pg::Pg;
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use kernel::Error;
@@ -170,30 +172,19 @@ pub(crate) async fn write(
     let mut ids: Vec<i64> = changes.iter().map(|c| c.id.unwrap_or(0)).collect();
     if !new.is_empty() {
         let part = columns.select(&new);
-        let created: Vec<IdSku> = diesel::sql_query(format!(
-            "INSERT INTO products (tenant_id, catalogue_id, sku, name, price, sale_price, description, currency,
+        let created: Vec<IdSku> = with_columns(
+            format!(
+                "INSERT INTO products (tenant_id, catalogue_id, sku, name, price, sale_price, description, currency,
                  image_url, inventory, availability, brand_id, category_id, created_at, updated_at)
              SELECT $1, $2, u.sku, u.name, u.price, u.sale_price, u.description, u.currency, u.image_url,
                  u.inventory, u.availability, u.brand_id, u.category_id, $3, $3
              FROM {UNNEST}
              RETURNING id, sku"
-        ))
-        .bind::<BigInt, _>(shop.tenant_id)
-        .bind::<BigInt, _>(shop.id)
-        .bind::<Timestamptz, _>(now)
-        .bind::<Array<BigInt>, _>(&part.id)
-        .bind::<Array<Text>, _>(&part.sku)
-        .bind::<Array<Text>, _>(&part.name)
-        .bind::<Array<BigInt>, _>(&part.price)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.sale_price)
-        .bind::<Array<Nullable<Text>>, _>(&part.description)
-        .bind::<Array<Text>, _>(&part.currency)
-        .bind::<Array<Nullable<Text>>, _>(&part.image_url)
-        .bind::<Array<Nullable<Integer>>, _>(&part.inventory)
-        .bind::<Array<Nullable<Text>>, _>(&part.availability)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.brand_id)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.category_id)
-        .bind::<Array<Bool>, _>(&part.revive)
+            ),
+            shop,
+            now,
+            part,
+        )
         .load(conn)
         .await
         .map_err(code_taken)?;
@@ -206,31 +197,20 @@ pub(crate) async fn write(
     let old: Vec<usize> = (0..changes.len()).filter(|i| changes[*i].id.is_some()).collect();
     if !old.is_empty() {
         let part = columns.select(&old);
-        diesel::sql_query(format!(
-            "UPDATE products p SET sku = u.sku, name = u.name, price = u.price, sale_price = u.sale_price,
+        with_columns(
+            format!(
+                "UPDATE products p SET sku = u.sku, name = u.name, price = u.price, sale_price = u.sale_price,
                  description = u.description, currency = u.currency, image_url = u.image_url,
                  inventory = u.inventory, availability = u.availability, brand_id = u.brand_id,
                  category_id = u.category_id, retired_at = NULL, updated_at = $3,
                  created_at = CASE WHEN u.revive THEN $3 ELSE p.created_at END
              FROM {UNNEST}
              WHERE p.id = u.id AND p.catalogue_id = $2 AND p.tenant_id = $1"
-        ))
-        .bind::<BigInt, _>(shop.tenant_id)
-        .bind::<BigInt, _>(shop.id)
-        .bind::<Timestamptz, _>(now)
-        .bind::<Array<BigInt>, _>(&part.id)
-        .bind::<Array<Text>, _>(&part.sku)
-        .bind::<Array<Text>, _>(&part.name)
-        .bind::<Array<BigInt>, _>(&part.price)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.sale_price)
-        .bind::<Array<Nullable<Text>>, _>(&part.description)
-        .bind::<Array<Text>, _>(&part.currency)
-        .bind::<Array<Nullable<Text>>, _>(&part.image_url)
-        .bind::<Array<Nullable<Integer>>, _>(&part.inventory)
-        .bind::<Array<Nullable<Text>>, _>(&part.availability)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.brand_id)
-        .bind::<Array<Nullable<BigInt>>, _>(&part.category_id)
-        .bind::<Array<Bool>, _>(&part.revive)
+            ),
+            shop,
+            now,
+            part,
+        )
         .execute(conn)
         .await
         .map_err(code_taken)?;
@@ -254,6 +234,29 @@ const UNNEST: &str = "unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[],
                  $11::text[], $12::int[], $13::text[], $14::bigint[], $15::bigint[], $16::bool[])
              AS u(id, sku, name, price, sale_price, description, currency, image_url, inventory, availability,
                   brand_id, category_id, revive)";
+
+/// `sql` with the shop ($1, $2), the time ($3) and `part`'s columns ($4 to $16, as `UNNEST`
+/// names them) bound.
+fn with_columns(sql: String, shop: &Shop, now: OffsetDateTime, part: Columns) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
+    diesel::sql_query(sql)
+        .into_boxed()
+        .bind::<BigInt, _>(shop.tenant_id)
+        .bind::<BigInt, _>(shop.id)
+        .bind::<Timestamptz, _>(now)
+        .bind::<Array<BigInt>, _>(part.id)
+        .bind::<Array<Text>, _>(part.sku)
+        .bind::<Array<Text>, _>(part.name)
+        .bind::<Array<BigInt>, _>(part.price)
+        .bind::<Array<Nullable<BigInt>>, _>(part.sale_price)
+        .bind::<Array<Nullable<Text>>, _>(part.description)
+        .bind::<Array<Text>, _>(part.currency)
+        .bind::<Array<Nullable<Text>>, _>(part.image_url)
+        .bind::<Array<Nullable<Integer>>, _>(part.inventory)
+        .bind::<Array<Nullable<Text>>, _>(part.availability)
+        .bind::<Array<Nullable<BigInt>>, _>(part.brand_id)
+        .bind::<Array<Nullable<BigInt>>, _>(part.category_id)
+        .bind::<Array<Bool>, _>(part.revive)
+}
 
 /// The changes as columns, for `unnest`.
 #[derive(Default)]
