@@ -7,13 +7,15 @@
 //! table on stdout and the same numbers in target/bench/latest.json. The campaign and webhook
 //! workloads are one long operation on each side instead (see [`campaign`], [`webhooks`]).
 //! The lead upsert workload replaces the tenant's leads by 10,000 preloaded ones (by SQL)
-//! before each side. `--only N` runs workload N alone (and loads no contacts when it reads
-//! none).
+//! before each side. The commerce workloads (product batch, orders with reservations) make
+//! their own shops through the API (see [`commerce`]). `--only N` runs workload N alone (and
+//! loads no contacts when it reads none).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
 mod api;
 mod campaign;
+mod commerce;
 mod data;
 mod load;
 mod report;
@@ -81,12 +83,16 @@ enum Work {
     Webhooks,
     /// `POST /leads`, half new people, half preloaded ones found by another form of the phone.
     LeadUpsert,
+    /// 5,000-product batches, each timed until its sync run completes (see [`commerce`]).
+    ProductBatch,
+    /// A fixed number of orders holding stock, checked for oversell after each side (see [`commerce`]).
+    Orders,
 }
 
 impl Work {
     /// Whether the workload reads the 100,000 loaded contacts, or must run where they are.
     fn needs_contacts(self) -> bool {
-        !matches!(self, Self::Webhooks | Self::LeadUpsert)
+        !matches!(self, Self::Webhooks | Self::LeadUpsert | Self::ProductBatch | Self::Orders)
     }
 }
 
@@ -118,7 +124,8 @@ pub struct Workload {
     pub max_p99_ms: Option<f64>,
     /// The most the gateway may hold resident during the workload, in MB.
     pub max_rss_mb: f64,
-    /// For the campaign: the longest it may take per 100,000 contacts, in seconds.
+    /// For the campaign: the longest it may take per 100,000 contacts, in seconds; for the
+    /// product batch: the longest any batch may take.
     pub max_seconds: Option<f64>,
     /// What the raw side runs per operation (raw SQL, except for the webhook workload).
     pub raw_sql: &'static str,
@@ -130,7 +137,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 9] = [
+static WORKLOADS: [Workload; 11] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -247,6 +254,36 @@ static WORKLOADS: [Workload; 9] = [
                   ('updated'); COMMIT; new: BEGIN; INSERT leads; INSERT lead_identities; INSERT lead_activities \
                   ('created'); INSERT events ('lead.created', '{}'); COMMIT",
     },
+    Workload {
+        number: 10,
+        name: "product batch",
+        work: Work::ProductBatch,
+        connections: 1,
+        min_ratio: Some(0.3),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: Some(5.0),
+        raw_sql: "authentication lookup; BEGIN; INSERT catalogue_brands and catalogue_categories ... SELECT FROM \
+                  unnest ON CONFLICT DO NOTHING; one INSERT INTO products ... SELECT FROM unnest(5,000 rows) JOIN \
+                  brands and categories ON CONFLICT (catalogue_id, sku) DO UPDATE, with a 'sync' stock_movements row \
+                  per product created (same statement); COMMIT",
+    },
+    Workload {
+        number: 11,
+        name: "orders with reservations",
+        work: Work::Orders,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: Some(30.0),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: "authentication lookup; the shop's settings; BEGIN; SELECT ... FROM products WHERE sku = ANY \
+                  ORDER BY id FOR UPDATE; UPDATE products SET reserved (unnest); INSERT orders RETURNING id; INSERT \
+                  order_lines (unnest); INSERT stock_movements ('reserve'); INSERT jobs (commerce.expire_hold); \
+                  INSERT events ('order.received', small payload); COMMIT",
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -263,6 +300,11 @@ struct Setup {
     route: SmsRoute,
     campaign_contacts: u64,
     webhook_deliveries: u64,
+    /// Batches per side of the product batch workload.
+    batch_runs: usize,
+    /// Orders per side of the orders workload, and the units on hand of each product.
+    orders: u64,
+    order_inventory: i32,
 }
 
 pub async fn bench(
@@ -336,6 +378,9 @@ pub async fn bench(
         route,
         campaign_contacts: if quick { QUICK_CAMPAIGN_CONTACTS } else { CAMPAIGN_CONTACTS },
         webhook_deliveries: if quick { QUICK_WEBHOOK_DELIVERIES } else { WEBHOOK_DELIVERIES },
+        batch_runs: if quick { commerce::QUICK_BATCH_RUNS } else { commerce::BATCH_RUNS },
+        orders: if quick { commerce::QUICK_ORDERS } else { commerce::ORDERS },
+        order_inventory: if quick { commerce::QUICK_ORDER_INVENTORY } else { commerce::ORDER_INVENTORY },
     };
     let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
@@ -454,6 +499,14 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
                 outcomes.push(run.webhooks(workload).await?);
                 continue;
             }
+            Work::ProductBatch => {
+                outcomes.push(run.product_batch(workload).await?);
+                continue;
+            }
+            Work::Orders => {
+                outcomes.push(run.orders(workload).await?);
+                continue;
+            }
             _ => {}
         }
         // A fresh gateway per workload: its pool starts as new as the raw side's connections,
@@ -471,6 +524,8 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             raw_cpu,
             campaign: None,
             webhooks: None,
+            batch: None,
+            orders: None,
         });
     }
 
@@ -581,7 +636,14 @@ impl Run<'_> {
                 self.api.create_group(&format!("bench: {}. {} ({side})", workload.number, workload.name)).await?
             }
             Work::SearchPage => self.loaded_group,
-            Work::Me | Work::MeSharedLimiter | Work::SmsSend | Work::Campaign | Work::Webhooks | Work::LeadUpsert => 0,
+            Work::Me
+            | Work::MeSharedLimiter
+            | Work::SmsSend
+            | Work::Campaign
+            | Work::Webhooks
+            | Work::LeadUpsert
+            | Work::ProductBatch
+            | Work::Orders => 0,
         })
     }
 
@@ -634,8 +696,8 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign | Work::Webhooks => {
-                return Err("the campaign and webhook workloads run as one operation per side".into());
+            Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders => {
+                return Err("the campaign, webhook and commerce workloads run on their own (see measure)".into());
             }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
@@ -704,8 +766,8 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign | Work::Webhooks => {
-                return Err("the campaign and webhook workloads run as one operation per side".into());
+            Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders => {
+                return Err("the campaign, webhook and commerce workloads run on their own (see measure)".into());
             }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));

@@ -164,6 +164,47 @@ impl Api {
         }
     }
 
+    /// `POST /catalogues`: a shop pricing in [`data::SHOP_CURRENCY`] with `stock_policy`; its id.
+    pub async fn create_shop(&self, name: &str, stock_policy: &str) -> Result<i64> {
+        let request = json!({ "name": name, "default_currency": data::SHOP_CURRENCY, "stock_policy": stock_policy });
+        let body = self.call(self.post("/catalogues", &request), StatusCode::CREATED).await;
+        let body: Value = serde_json::from_slice(body.map_err(|e| format!("creating shop {name:?}: {e}"))?.as_ref())?;
+        body.pointer("/data/id").and_then(Value::as_i64).ok_or_else(|| format!("no data.id in {body}").into())
+    }
+
+    /// `POST /catalogues/{shop}/products/batch` with a body serialized beforehand (so that the
+    /// time taken is the service's); the new run's id.
+    pub async fn product_batch(&self, shop: i64, body: Vec<u8>) -> Result<i64> {
+        let request = self
+            .client
+            .post(format!("{}/api/v3/catalogues/{shop}/products/batch", self.base))
+            .header("content-type", "application/json")
+            .body(body);
+        let body = self.call(request, StatusCode::ACCEPTED).await;
+        let body: Value = serde_json::from_slice(body.map_err(|e| format!("sending a product batch: {e}"))?.as_ref())?;
+        if body.pointer("/data/replayed").and_then(Value::as_bool) != Some(false) {
+            return Err(format!("the batch was not accepted as a new run: {body}").into());
+        }
+        body.pointer("/data/id").and_then(Value::as_i64).ok_or_else(|| format!("no data.id in {body}").into())
+    }
+
+    /// `GET /catalogues/{shop}/syncs/{sync}`: the run's report (`data`).
+    pub async fn sync_report(&self, shop: i64, sync: i64) -> Result<Value> {
+        let body = self.call(self.get(&format!("/catalogues/{shop}/syncs/{sync}")), StatusCode::OK).await;
+        let mut body: Value = serde_json::from_slice(body.map_err(|e| format!("reading sync {sync}: {e}"))?.as_ref())?;
+        body.get_mut("data").map(Value::take).ok_or_else(|| format!("no data in {body}").into())
+    }
+
+    /// `POST /catalogues/{shop}/orders`: a manual order of `lines` (code, quantity); Err unless
+    /// it was created (201). The answer is not parsed: the stock is checked in the tables.
+    pub async fn create_order(&self, shop: i64, handle: &str, lines: &[(String, i32)]) -> OpResult {
+        let lines: Vec<Value> =
+            lines.iter().map(|(sku, quantity)| json!({ "sku": sku, "quantity": quantity })).collect();
+        let body = json!({ "platform": "manual", "customer_handle": handle, "lines": lines });
+        self.call(self.post(&format!("/catalogues/{shop}/orders"), &body), StatusCode::CREATED).await?;
+        Ok(())
+    }
+
     /// Creates the 500 contacts of batch `batch` in one request.
     pub async fn batch(&self, group: i64, batch: u64) -> OpResult {
         let contacts: Vec<Value> =

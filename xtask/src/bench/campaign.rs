@@ -136,6 +136,8 @@ impl Run<'_> {
             raw_cpu,
             campaign: Some(facts),
             webhooks: None,
+            batch: None,
+            orders: None,
         })
     }
 

@@ -1,7 +1,8 @@
 //! The contacts the bench writes: contact `n` of a run has a unique Tanzanian mobile number
 //! (0712000000 + n), a name, and on the raw-SQL side a uid shaped like the service's. The SMS
 //! workloads send to numbers the sandbox provider delivers (see [`deliverable`]). The lead
-//! upsert workload's people have numbers of their own (see [`lead_upsert`]).
+//! upsert workload's people have numbers of their own (see [`lead_upsert`]). The commerce
+//! workloads' products and orders are [`product`] and [`order_lines`].
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,6 +131,62 @@ pub fn lead_upsert(n: u64) -> LeadUpsert {
     LeadUpsert { existing, phone, digits, name: lead_name(k), company: format!("Company {n}") }
 }
 
+/// Products in one batch of the product batch workload: the contract's maximum.
+pub const BATCH_PRODUCTS: u64 = 5_000;
+/// Every product is priced in this currency (a shop's `default_currency` too).
+pub const SHOP_CURRENCY: &str = "TZS";
+/// Distinct brands and categories the products name (their records are created on first use).
+const BRANDS: u64 = 20;
+const CATEGORIES: u64 = 12;
+
+/// What a batch row sends for product `i`; `variant` changes the price only (0 or 1), so that
+/// a later batch updates every product.
+pub struct ProductRow {
+    pub sku: String,
+    pub name: String,
+    /// Minor units of [`SHOP_CURRENCY`].
+    pub price: i64,
+    pub description: String,
+    pub inventory: i32,
+    pub brand: String,
+    pub category: String,
+}
+
+/// The code of product `i`.
+pub fn product_sku(i: u64) -> String {
+    format!("BENCH-{i:05}")
+}
+
+pub fn product(i: u64, variant: u64, inventory: i32) -> ProductRow {
+    ProductRow {
+        sku: product_sku(i),
+        name: format!("Bench product {i}"),
+        price: 100_000 + (i % 97) as i64 * 500 + (variant % 2) as i64 * 250,
+        description: format!("Product {i} of the bench shop: a description about as long as a real one."),
+        inventory,
+        brand: format!("Brand {}", i % BRANDS),
+        category: format!("Category {}", i % CATEGORIES),
+    }
+}
+
+/// The lines of order `n` in a shop of `products` products: 1 to 3 lines of distinct
+/// products, 1 or 2 units each, spread evenly by a hash of `n` (the same on both sides).
+pub fn order_lines(n: u64, products: u64) -> Vec<(u64, i32)> {
+    let x = mix(n);
+    let count = 1 + (x % 3) as usize;
+    let mut lines: Vec<(u64, i32)> = Vec::with_capacity(count);
+    let mut k = 0;
+    while lines.len() < count.min(products as usize) {
+        let h = mix(x.wrapping_add(k));
+        k += 1;
+        let product = h % products;
+        if lines.iter().all(|(p, _)| *p != product) {
+            lines.push((product, 1 + ((h >> 32) & 1) as i32));
+        }
+    }
+    lines
+}
+
 /// Distinguishes the uids of one run from every other's.
 pub fn new_salt() -> u64 {
     static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -210,6 +267,34 @@ mod tests {
         let digits: std::collections::HashSet<String> = (0..100_000).map(lead_digits).collect();
         assert_eq!(digits.len(), 100_000, "distinct");
         assert!(digits.iter().all(|d| d.len() == 12));
+    }
+
+    #[test]
+    fn products_change_price_by_variant_only() {
+        let (a, b) = (product(42, 0, 50), product(42, 1, 50));
+        assert_eq!(a.sku, "BENCH-00042");
+        assert_eq!((a.name.as_str(), a.inventory, a.brand.as_str()), (b.name.as_str(), b.inventory, b.brand.as_str()));
+        assert_ne!(a.price, b.price);
+        assert_eq!(product(42, 2, 50).price, a.price);
+    }
+
+    #[test]
+    fn orders_have_one_to_three_distinct_lines_of_one_or_two_units() {
+        let mut units = 0;
+        for n in 0..10_000 {
+            let lines = order_lines(n, 200);
+            assert!((1..=3).contains(&lines.len()));
+            assert!(lines.iter().all(|(p, q)| *p < 200 && (1..=2).contains(q)));
+            let mut products: Vec<u64> = lines.iter().map(|(p, _)| *p).collect();
+            products.sort_unstable();
+            products.dedup();
+            assert_eq!(products.len(), lines.len(), "distinct");
+            units += lines.iter().map(|(_, q)| *q as u64).sum::<u64>();
+        }
+        // about 2 lines of 1.5 units
+        assert!((28_000..32_000).contains(&units), "{units}");
+        assert_eq!(order_lines(7, 200), order_lines(7, 200));
+        assert_eq!(order_lines(7, 1).len(), 1);
     }
 
     #[test]

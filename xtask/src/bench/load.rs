@@ -48,6 +48,13 @@ impl Measured {
         Self { latencies: vec![elapsed], seconds: elapsed.as_secs_f64().max(1e-9), items }
     }
 
+    /// Operations timed one by one (any order) over `seconds` in all, which did `items` things:
+    /// batches of rows, or orders counted one each.
+    pub fn of(mut latencies: Vec<Duration>, seconds: f64, items: u64) -> Self {
+        latencies.sort_unstable();
+        Self { latencies, seconds: seconds.max(1e-9), items }
+    }
+
     pub fn ops(&self) -> usize {
         self.latencies.len()
     }
@@ -132,6 +139,51 @@ where
     Ok(Measured { latencies, seconds: timing.measure.as_secs_f64(), items })
 }
 
+/// Runs `op` `count` times from `connections` concurrent tasks (operations numbered `0..count`,
+/// each taken by the next free task) and times each; the rate is `count` over the time from
+/// the first start to the last end. For work whose total must be the same on both sides (the
+/// orders drawing on one stock). The first failing operation ends the run.
+pub async fn drive_count<F, Fut>(label: &str, connections: usize, count: u64, op: F) -> Result<Measured>
+where
+    F: Fn(Op) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = OpResult> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicU64::new(0));
+    let bar = ProgressBar::new(count).with_message(label.to_owned());
+    bar.set_style(
+        ProgressStyle::with_template("{msg:<44} [{bar:30}] {pos}/{len} ({per_sec})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for worker in 0..connections {
+        let (op, next, bar) = (Arc::clone(&op), Arc::clone(&next), bar.clone());
+        tasks.spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let seq = next.fetch_add(1, Ordering::Relaxed);
+                if seq >= count {
+                    return Ok::<_, OpError>(latencies);
+                }
+                let began = Instant::now();
+                op(Op { worker, seq }).await?;
+                latencies.push(began.elapsed());
+                bar.inc(1);
+            }
+        });
+    }
+    let mut latencies = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    while let Some(joined) = tasks.join_next().await {
+        let task = joined.map_err(|e| format!("{label}: a load task failed: {e}"))?;
+        latencies.extend(task.map_err(|e| format!("{label}: {e}"))?);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    Ok(Measured::of(latencies, seconds, count))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +223,34 @@ mod tests {
         // 4 tasks at ~100 ops/s each for 0.3 s: about 120, fewer on a loaded machine.
         assert!(measured.ops() > 20 && measured.ops() <= 130, "{} ops", measured.ops());
         assert!(measured.percentile_ms(50.0) >= 10.0);
+    }
+
+    #[tokio::test]
+    async fn drive_count_runs_each_operation_once() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        let measured = drive_count("test", 4, 50, move |op| {
+            let record = Arc::clone(&record);
+            async move {
+                record.lock().expect("not poisoned").push(op.seq);
+                tokio::task::yield_now().await;
+                Ok(())
+            }
+        })
+        .await
+        .expect("runs");
+        assert_eq!(measured.ops(), 50);
+        let mut seen = seen.lock().expect("not poisoned").clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..50).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn batches_rate_their_rows() {
+        let measured = Measured::of(vec![Duration::from_secs(3), Duration::from_secs(1)], 4.0, 10_000);
+        assert!((measured.rate() - 2_500.0).abs() < 1e-6);
+        assert!((measured.percentile_ms(50.0) - 1_000.0).abs() < 1e-6);
+        assert!((measured.percentile_ms(99.0) - 3_000.0).abs() < 1e-6);
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::Workload;
+use super::commerce::{BatchFacts, OrderFacts};
 use super::load::Measured;
 use super::sys::{CpuShare, Machine};
 
@@ -27,6 +28,10 @@ pub struct Outcome {
     pub campaign: Option<CampaignFacts>,
     /// The webhook workload's own facts; None for the others.
     pub webhooks: Option<WebhookFacts>,
+    /// The product batch workload's own facts; None for the others.
+    pub batch: Option<BatchFacts>,
+    /// The orders workload's own facts; None for the others.
+    pub orders: Option<OrderFacts>,
 }
 
 /// One campaign on each side: how many contacts and how long each side took.
@@ -132,6 +137,12 @@ pub struct WorkloadResult {
     /// whole time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhooks: Option<WebhookFacts>,
+    /// For the product batch: its rates are rows per second, p50 and p99 the batch times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchFacts>,
+    /// For the orders workload: the stock checked after each side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orders: Option<OrderFacts>,
     pub targets: Vec<Check>,
 }
 
@@ -207,14 +218,20 @@ impl WorkloadResult {
             };
             targets.push(Check::below(target, campaign.api_seconds, " s", max));
         }
+        if let (Some(max), Some(batch)) = (w.max_seconds, &outcome.batch) {
+            let target = format!("every batch of {} completed in < {max} s", thousands(batch.products));
+            targets.push(Check::below(target, batch.slowest_api_s(), " s", max));
+        }
         if let Some(rss) = outcome.rss_mb {
             let max = w.max_rss_mb;
             targets.push(Check::below(format!("RSS < {max} MB"), rss, " MB", max));
         }
-        let name = match (&outcome.campaign, &outcome.webhooks) {
-            (Some(c), _) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
-            (None, Some(h)) => format!("{} of {} events", w.name, thousands(h.deliveries)),
-            (None, None) => w.name.to_owned(),
+        let name = match (&outcome.campaign, &outcome.webhooks, &outcome.batch, &outcome.orders) {
+            (Some(c), ..) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
+            (None, Some(h), ..) => format!("{} of {} events", w.name, thousands(h.deliveries)),
+            (None, None, Some(b), _) => format!("{} of {} products", w.name, thousands(b.products)),
+            (None, None, None, Some(o)) => format!("{}, {} orders", w.name, thousands(o.orders)),
+            (None, None, None, None) => w.name.to_owned(),
         };
         Self {
             number: w.number,
@@ -229,6 +246,8 @@ impl WorkloadResult {
             cpu_raw_run: outcome.raw_cpu,
             campaign: outcome.campaign.clone(),
             webhooks: outcome.webhooks.clone(),
+            batch: outcome.batch.clone(),
+            orders: outcome.orders.clone(),
             targets,
         }
     }
@@ -243,6 +262,8 @@ impl WorkloadResult {
             format!("{}. {} (messages/s)", self.number, self.name)
         } else if self.webhooks.is_some() {
             format!("{}. {} (deliveries/s)", self.number, self.name)
+        } else if self.batch.is_some() {
+            format!("{}. {} (rows/s; p50, p99: batch time)", self.number, self.name)
         } else if self.connections == CONNECTIONS {
             format!("{}. {}", self.number, self.name)
         } else {
@@ -257,13 +278,15 @@ fn items(outcome: &Outcome) -> &'static str {
         "messages"
     } else if outcome.webhooks.is_some() {
         "deliveries"
+    } else if outcome.batch.is_some() {
+        "rows"
     } else {
         "requests"
     }
 }
 
 /// 100000 as 100,000.
-fn thousands(n: u64) -> String {
+pub(super) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -443,13 +466,22 @@ impl Report {
                 );
             }
         }
+        for w in &self.workloads {
+            if let Some(b) = &w.batch {
+                out.push_str(&b.paragraph(w.number));
+            }
+            if let Some(o) = &w.orders {
+                out.push_str(&o.paragraph(w.number, w.connections));
+            }
+        }
         out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
         let _ = writeln!(
             out,
             "p99 < {P99_LIMIT_MS} ms at {CONNECTIONS} connections; gateway RSS < {RSS_LIMIT_MB} MB. \
              SMS send (6): API/raw ≥ 0.5, p99 < 25 ms. Campaign (7): 100,000 contacts all sent in < 30 s, \
              gateway RSS < 200 MB. Webhooks (8): API/raw ≥ 0.8, at least 1,000 deliveries/s. \
-             Lead upsert (9): API/raw ≥ 0.5, p99 < 30 ms.\n"
+             Lead upsert (9): API/raw ≥ 0.5, p99 < 30 ms. Product batch (10): every 5,000-product batch \
+             completed in < 5 s, API/raw ≥ 0.3. Orders (11): API/raw ≥ 0.5, p99 < 30 ms.\n"
         );
         for w in &self.workloads {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();

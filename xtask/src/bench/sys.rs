@@ -47,6 +47,13 @@ pub fn peak_rss_mb(pid: u32) -> Result<f64> {
     Ok(kb as f64 / 1024.0)
 }
 
+/// Resident memory (VmRSS) of `pid` now, in MB.
+pub fn rss_mb(pid: u32) -> Result<f64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb = field(&status, "VmRSS:").and_then(first_number).ok_or("no VmRSS in /proc/<pid>/status")?;
+    Ok(kb as f64 / 1024.0)
+}
+
 /// CPU time used so far, in clock ticks, by the gateway, by the PostgreSQL server (postmaster
 /// and its children) and by this process.
 pub struct CpuTimes {
@@ -188,5 +195,6 @@ mod tests {
     #[test]
     fn this_process_has_a_peak_rss() {
         assert!(peak_rss_mb(std::process::id()).expect("reads /proc") > 0.0);
+        assert!(rss_mb(std::process::id()).expect("reads /proc") > 0.0);
     }
 }

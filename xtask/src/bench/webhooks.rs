@@ -252,6 +252,8 @@ impl Run<'_> {
             raw_cpu,
             campaign: None,
             webhooks: Some(facts),
+            batch: None,
+            orders: None,
         })
     }
 
