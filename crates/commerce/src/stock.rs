@@ -143,16 +143,6 @@ pub(crate) async fn record_counts(
     record(conn, ids, quantities, kind, cause, None, sync_id, now).await
 }
 
-#[derive(QueryableByName)]
-struct Figures {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
-    #[diesel(sql_type = Nullable<Integer>)]
-    inventory: Option<i32>,
-    #[diesel(sql_type = Integer)]
-    reserved: i32,
-}
-
 /// Locks the products in id order (as every writer does, so two never wait on each other) and
 /// reads their figures.
 async fn lock(conn: &mut store::Conn, ids: &[i64]) -> Result<HashMap<i64, Figures>, Error> {
@@ -164,15 +154,36 @@ async fn lock(conn: &mut store::Conn, ids: &[i64]) -> Result<HashMap<i64, Figure
     Ok(rows.into_iter().map(|f| (f.id, f)).collect())
 }
 
-/// Adds `deltas` to `reserved` and, when given, to `inventory`.
-async fn shift(conn: &mut store::Conn, ids: &[i64], reserved: &[i32], inventory: &[i32]) -> Result<(), Error> {
+/// Adds `reserved` and `inventory` deltas to the products and writes each one's movement
+/// (`kind`, signed `quantities`, the figures after) in the same statement.
+async fn shift(
+    conn: &mut store::Conn,
+    ids: &[i64],
+    (reserved, inventory): (&[i32], &[i32]),
+    (kind, quantities): (&str, &[i32]),
+    why: &OrderCause<'_>,
+) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
     diesel::sql_query(
-        "UPDATE products p SET reserved = p.reserved + u.r, inventory = p.inventory + u.i
-         FROM unnest($1::bigint[], $2::int[], $3::int[]) AS u(id, r, i) WHERE p.id = u.id",
+        "WITH moved AS (
+             UPDATE products p SET reserved = p.reserved + u.r, inventory = p.inventory + u.i
+             FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) AS u(id, r, i, q)
+             WHERE p.id = u.id
+             RETURNING p.id, p.tenant_id, p.inventory, p.reserved, u.q)
+         INSERT INTO stock_movements (tenant_id, product_id, kind, quantity, inventory, reserved, cause, order_id,
+             created_at)
+         SELECT tenant_id, id, $5, q, inventory, reserved, $6, $7, $8 FROM moved ORDER BY id",
     )
     .bind::<Array<BigInt>, _>(ids)
     .bind::<Array<Integer>, _>(reserved)
     .bind::<Array<Integer>, _>(inventory)
+    .bind::<Array<Integer>, _>(quantities)
+    .bind::<Text, _>(kind)
+    .bind::<Text, _>(why.cause)
+    .bind::<BigInt, _>(why.order_id)
+    .bind::<Timestamptz, _>(why.now)
     .execute(conn)
     .await?;
     Ok(())
@@ -185,6 +196,17 @@ pub(crate) struct OrderCause<'a> {
     pub now: OffsetDateTime,
 }
 
+/// A product's stock as read under its row lock.
+#[derive(QueryableByName)]
+pub(crate) struct Figures {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    pub inventory: Option<i32>,
+    #[diesel(sql_type = Integer)]
+    pub reserved: i32,
+}
+
 /// Holds up to `wanted` units of each product: all of them when stock is untracked or backorder
 /// is allowed, else what is available. Answers the units held per product.
 pub(crate) async fn hold(
@@ -195,6 +217,17 @@ pub(crate) async fn hold(
 ) -> Result<HashMap<i64, i32>, Error> {
     let ids: Vec<i64> = wanted.iter().map(|(id, _)| *id).collect();
     let figures = lock(conn, &ids).await?;
+    hold_locked(conn, &figures, wanted, allow_backorder, why).await
+}
+
+/// `hold`, for products the caller has locked (in id order) and read.
+pub(crate) async fn hold_locked(
+    conn: &mut store::Conn,
+    figures: &HashMap<i64, Figures>,
+    wanted: &[(i64, i32)],
+    allow_backorder: bool,
+    why: &OrderCause<'_>,
+) -> Result<HashMap<i64, i32>, Error> {
     let mut held = HashMap::new();
     for (id, quantity) in wanted {
         let take = match figures.get(id) {
@@ -205,10 +238,11 @@ pub(crate) async fn hold(
         };
         held.insert(*id, take);
     }
-    let (ids, takes): (Vec<i64>, Vec<i32>) = held.iter().filter(|(_, t)| **t > 0).map(|(i, t)| (*i, *t)).unzip();
-    shift(conn, &ids, &takes, &vec![0; ids.len()]).await?;
+    let mut taken: Vec<(i64, i32)> = held.iter().filter(|(_, t)| **t > 0).map(|(i, t)| (*i, *t)).collect();
+    taken.sort_unstable();
+    let (ids, takes): (Vec<i64>, Vec<i32>) = taken.into_iter().unzip();
     let negative: Vec<i32> = takes.iter().map(|t| -t).collect();
-    record(conn, &ids, &negative, "reserve", why.cause, Some(why.order_id), None, why.now).await?;
+    shift(conn, &ids, (&takes, &vec![0; ids.len()]), ("reserve", &negative), why).await?;
     Ok(held)
 }
 
@@ -217,8 +251,7 @@ pub(crate) async fn release(conn: &mut store::Conn, held: &[(i64, i32)], why: &O
     let (ids, quantities) = positive(held);
     lock(conn, &ids).await?;
     let negative: Vec<i32> = quantities.iter().map(|q| -q).collect();
-    shift(conn, &ids, &negative, &vec![0; ids.len()]).await?;
-    record(conn, &ids, &quantities, "release", why.cause, Some(why.order_id), None, why.now).await
+    shift(conn, &ids, (&negative, &vec![0; ids.len()]), ("release", &quantities), why).await
 }
 
 /// Turns holds into sales: under `svc` the units leave the count on hand; under `external` the
@@ -233,8 +266,7 @@ pub(crate) async fn commit(
     lock(conn, &ids).await?;
     let negative: Vec<i32> = quantities.iter().map(|q| -q).collect();
     let on_hand = if policy == "svc" { negative.clone() } else { vec![0; ids.len()] };
-    shift(conn, &ids, &negative, &on_hand).await?;
-    record(conn, &ids, &negative, "commit", why.cause, Some(why.order_id), None, why.now).await
+    shift(conn, &ids, (&negative, &on_hand), ("commit", &negative), why).await
 }
 
 /// Puts committed units back on hand (a confirmed order cancelled or sent back); under
@@ -250,8 +282,7 @@ pub(crate) async fn restock(
     }
     let (ids, quantities) = positive(committed);
     lock(conn, &ids).await?;
-    shift(conn, &ids, &vec![0; ids.len()], &quantities).await?;
-    record(conn, &ids, &quantities, "release", why.cause, Some(why.order_id), None, why.now).await
+    shift(conn, &ids, (&vec![0; ids.len()], &quantities), ("release", &quantities), why).await
 }
 
 fn positive(quantities: &[(i64, i32)]) -> (Vec<i64>, Vec<i32>) {

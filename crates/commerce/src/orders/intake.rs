@@ -18,7 +18,7 @@ use crate::catalogues::Row as Shop;
 use crate::fields::{Body, Member, object};
 use crate::schema::orders;
 use crate::service::{CommerceService, shop_of};
-use crate::stock::{self, OrderCause};
+use crate::stock::{self, Figures, OrderCause};
 
 /// Lines in one order.
 pub const MAX_LINES: usize = 100;
@@ -45,10 +45,11 @@ pub struct NewLine {
     pub quantity: i32,
 }
 
+/// A product an order names, read under its row lock.
 #[derive(QueryableByName)]
 struct Priced {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
+    #[diesel(embed)]
+    figures: Figures,
     #[diesel(sql_type = Text)]
     sku: String,
     #[diesel(sql_type = Text)]
@@ -84,16 +85,18 @@ impl CommerceService {
 
 async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {
     let skus: Vec<&str> = order.lines.iter().map(|l| l.sku.as_str()).collect();
+    // the prices, and the stock under row locks taken in id order (as every stock writer does)
     let priced: Vec<Priced> = diesel::sql_query(
-        "SELECT id, sku, name, COALESCE(sale_price, price) AS unit_price, currency FROM products
-         WHERE catalogue_id = $1 AND retired_at IS NULL AND sku = ANY($2)",
+        "SELECT id, sku, name, COALESCE(sale_price, price) AS unit_price, currency, inventory, reserved
+         FROM products WHERE catalogue_id = $1 AND retired_at IS NULL AND sku = ANY($2)
+         ORDER BY id FOR UPDATE",
     )
     .bind::<BigInt, _>(shop.id)
     .bind::<Array<Text>, _>(&skus)
     .load(conn)
     .await?;
-    let priced: HashMap<&str, &Priced> = priced.iter().map(|p| (p.sku.as_str(), p)).collect();
-    let mut currencies: Vec<&str> = priced.values().map(|p| p.currency.as_str()).collect();
+    let by_sku: HashMap<&str, &Priced> = priced.iter().map(|p| (p.sku.as_str(), p)).collect();
+    let mut currencies: Vec<&str> = priced.iter().map(|p| p.currency.as_str()).collect();
     currencies.sort_unstable();
     currencies.dedup();
     if currencies.len() > 1 {
@@ -108,11 +111,11 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
         .iter()
         .enumerate()
         .map(|(n, line)| {
-            let found = priced.get(line.sku.as_str());
+            let found = by_sku.get(line.sku.as_str());
             LineRow {
                 order_id: 0,
                 position: n as i32,
-                product_id: found.map(|p| p.id),
+                product_id: found.map(|p| p.figures.id),
                 sku: line.sku.clone(),
                 name: found.map(|p| p.name.clone()),
                 quantity: line.quantity,
@@ -153,7 +156,8 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
     let cause = format!("order {} created", row.id);
     let why = OrderCause { order_id: row.id, cause: &cause, now };
     let wanted = wanted(&lines);
-    let held = stock::hold(conn, &wanted, shop.allow_backorder, &why).await?;
+    let figures: HashMap<i64, Figures> = priced.into_iter().map(|p| (p.figures.id, p.figures)).collect();
+    let held = stock::hold_locked(conn, &figures, &wanted, shop.allow_backorder, &why).await?;
     allocate(&mut lines, &held);
     insert_lines(conn, row.id, &lines).await?;
     let ids: Vec<i64> = wanted.iter().map(|(id, _)| *id).collect();
