@@ -45,27 +45,6 @@ where
     app.send(req).await
 }
 
-async fn read_order<S, B>(app: &TestApp<S>, key: &str, order: i64) -> Value
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    let res = app.get(&order_path(order), key).await;
-    assert_status(&res, 200);
-    res.data().clone()
-}
-
-async fn set_status<S, B>(app: &TestApp<S>, key: &str, order: i64, status: &str) -> Value
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    let res = app.put(&order_status_path(order), key, json!({ "status": status })).await;
-    assert_status(&res, 200);
-    assert_eq!(res.data()["status"], status, "{}", res.body);
-    res.data().clone()
-}
-
 /// `GET /catalogues/orders{query}`: the page (`items`, `pagination`).
 async fn list<S, B>(app: &TestApp<S>, key: &str, query: &str) -> Value
 where

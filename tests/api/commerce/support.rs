@@ -109,6 +109,29 @@ where
     res.data().clone()
 }
 
+/// `GET /catalogues/orders/{order}` expecting 200: the order.
+pub async fn read_order<S, B>(app: &TestApp<S>, key: &str, order: i64) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(&format!("{ORDERS}/{order}"), key).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// `PUT /catalogues/orders/{order}/status` expecting 200: the order.
+pub async fn set_status<S, B>(app: &TestApp<S>, key: &str, order: i64, status: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.put(&order_status_path(order), key, json!({ "status": status })).await;
+    assert_status(&res, 200);
+    assert_eq!(res.data()["status"], status, "{}", res.body);
+    res.data().clone()
+}
+
 #[derive(QueryableByName)]
 struct EventRow {
     #[diesel(sql_type = Text)]
