@@ -95,42 +95,8 @@ pub struct LevelFilter {
     pub tracked_only: bool,
 }
 
-/// Writes one movement per product from its current figures (after the change).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn record(
-    conn: &mut store::Conn,
-    ids: &[i64],
-    quantities: &[i32],
-    kind: &str,
-    cause: &str,
-    order_id: Option<i64>,
-    sync_id: Option<i64>,
-    now: OffsetDateTime,
-) -> Result<(), Error> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    diesel::sql_query(
-        "INSERT INTO stock_movements (tenant_id, product_id, kind, quantity, inventory, reserved, cause, order_id,
-             sync_id, created_at)
-         SELECT p.tenant_id, p.id, $3, u.q, p.inventory, p.reserved, $4, $5, $6, $7
-         FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS u(id, q, n)
-         JOIN products p ON p.id = u.id
-         ORDER BY u.n",
-    )
-    .bind::<Array<BigInt>, _>(ids)
-    .bind::<Array<Integer>, _>(quantities)
-    .bind::<Text, _>(kind)
-    .bind::<Text, _>(cause)
-    .bind::<Nullable<BigInt>, _>(order_id)
-    .bind::<Nullable<BigInt>, _>(sync_id)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Movements of on-hand counts written by a product update (`adjust`) or a sync (`sync`).
+/// Movements of on-hand counts written by a product update (`adjust`) or a sync (`sync`), one
+/// per product, with its figures after the change.
 pub(crate) async fn record_counts(
     conn: &mut store::Conn,
     ids: &[i64],
@@ -140,7 +106,26 @@ pub(crate) async fn record_counts(
     sync_id: Option<i64>,
     now: OffsetDateTime,
 ) -> Result<(), Error> {
-    record(conn, ids, quantities, kind, cause, None, sync_id, now).await
+    if ids.is_empty() {
+        return Ok(());
+    }
+    diesel::sql_query(
+        "INSERT INTO stock_movements (tenant_id, product_id, kind, quantity, inventory, reserved, cause, sync_id,
+             created_at)
+         SELECT p.tenant_id, p.id, $3, u.q, p.inventory, p.reserved, $4, $5, $6
+         FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS u(id, q, n)
+         JOIN products p ON p.id = u.id
+         ORDER BY u.n",
+    )
+    .bind::<Array<BigInt>, _>(ids)
+    .bind::<Array<Integer>, _>(quantities)
+    .bind::<Text, _>(kind)
+    .bind::<Text, _>(cause)
+    .bind::<Nullable<BigInt>, _>(sync_id)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Locks the products in id order (as every writer does, so two never wait on each other) and
@@ -478,7 +463,6 @@ fn parse_levels(body: &Value) -> Result<Vec<(String, i32)>, Error> {
     }
     let mut errors = kernel::error::FieldErrors::new();
     let mut parsed = Vec::with_capacity(levels.len());
-    let empty = serde_json::Map::new();
     for (n, row) in levels.iter().enumerate() {
         let Some(row) = row.as_object() else {
             errors.add(format!("levels.{n}"), "Each level must be an object {sku, inventory}.");
@@ -504,7 +488,6 @@ fn parse_levels(body: &Value) -> Result<Vec<(String, i32)>, Error> {
             parsed.push((sku, count as i32));
         }
     }
-    let _ = &empty;
     errors.finish()?;
     Ok(parsed)
 }
