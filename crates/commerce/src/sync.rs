@@ -319,7 +319,9 @@ impl CommerceService {
             if status == "completed" || status == "failed" {
                 return Ok(());
             }
-            let shop: Shop = catalogues::table.find(catalogue).select(Shop::as_select()).first(conn).await?;
+            // one run at a time per shop: a second waits here, then sees what the first made
+            let shop: Shop =
+                catalogues::table.find(catalogue).select(Shop::as_select()).for_update().first(conn).await?;
             let rows = match payload {
                 Some(Value::Array(rows)) => rows,
                 _ => Vec::new(),

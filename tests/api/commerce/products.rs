@@ -604,3 +604,24 @@ async fn a_viewer_reads_products_but_cannot_put_or_delete() {
     assert_eq!(read(&app, &acme.key, &sku_path(shop, "TEA")).await, tea, "unchanged");
     assert_error(&app.get(&sku_path(shop, "NEW"), &acme.key).await, 404);
 }
+
+#[actix_web::test]
+async fn two_first_puts_of_one_code_at_once_make_one_product() {
+    // Proves two creating PUTs sent together (on two pool connections, so they overlap in the
+    // database when the scheduler lets them) both answer, one 201 and one 200, and make one
+    // product: the insert that loses the race is retried as an update, not answered 409.
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let shop = shop(&app, &acme.key, "external").await;
+    let path = sku_path(shop, "TWIN");
+    let (first, second) = tokio::join!(
+        app.put(&path, &acme.key, json!({"name": "Twin", "price": 100})),
+        app.put(&path, &acme.key, json!({"name": "Twin", "price": 100, "description": "the second"})),
+    );
+    let mut statuses = [first.status, second.status];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 201], "{} / {}", first.body, second.body);
+    assert_eq!(first.data()["id"], second.data()["id"]);
+    let page = app.get(&format!("{CATALOGUES}/{shop}/products"), &acme.key).await;
+    assert_eq!(page.data()["pagination"]["total"], 1, "{}", page.body);
+}

@@ -3,7 +3,7 @@
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Page, PageRequest, Permission};
+use kernel::{Caller, Error, ErrorKind, Page, PageRequest, Permission};
 use serde_json::Value;
 
 use super::write::{Cause, Change};
@@ -75,6 +75,31 @@ impl CommerceService {
         let input = Input::read(&mut body);
         body.errors.finish()?;
         let now = self.clock.now();
+        // Two first PUTs of one code race to insert it; the loser's second try finds the
+        // winner's product and updates it, as if it had come second.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let put = self.put_once(&mut conn, &shop, product, &input, now).await;
+            match put {
+                Err(error)
+                    if tries == 1
+                        && matches!(product, ProductRef::Sku(_))
+                        && error.is(ErrorKind::Conflict)
+                        && error.errors.contains_key("sku") => {}
+                other => return other,
+            }
+        }
+    }
+
+    async fn put_once(
+        &self,
+        conn: &mut store::Conn,
+        shop: &Shop,
+        product: &ProductRef,
+        input: &Input,
+        now: time::OffsetDateTime,
+    ) -> Result<Put, Error> {
         conn.transaction::<_, Error, _>(async |conn| {
             let (sku, id) = product.parts();
             let loaded = load_drafts(conn, shop.id, sku, id).await?.pop();
@@ -86,7 +111,7 @@ impl CommerceService {
                             .with_field("sku", "The sku cannot change while the product is live on a platform."));
                     }
                     if draft == found.draft() {
-                        return Ok(Put { product: view(conn, &shop, found.id).await?, created: false });
+                        return Ok(Put { product: view(conn, shop, found.id).await?, created: false });
                     }
                     (Change { id: Some(found.id), draft, old_inventory: found.inventory, revive: false }, false)
                 }
@@ -95,7 +120,7 @@ impl CommerceService {
                     if input.sku.clone().set().is_some_and(|sent| &sent != code) {
                         return Err(Error::field("sku", "A new product takes the code of its path."));
                     }
-                    let currency = default_currency(conn, &shop).await?;
+                    let currency = default_currency(conn, shop).await?;
                     let draft = input.create(code.clone(), &currency).map_err(refused)?;
                     let change = Change {
                         id: found.as_ref().map(|f| f.id),
@@ -107,10 +132,10 @@ impl CommerceService {
                 }
             };
             let written =
-                write(conn, &shop, &[change], Cause { kind: "adjust", cause: "product update", sync_id: None }, now)
+                write(conn, shop, &[change], Cause { kind: "adjust", cause: "product update", sync_id: None }, now)
                     .await?;
             let id = <[_]>::first(&written.ids).copied().unwrap_or_default();
-            Ok(Put { product: view(conn, &shop, id).await?, created })
+            Ok(Put { product: view(conn, shop, id).await?, created })
         })
         .await
     }
