@@ -206,13 +206,8 @@ impl CommerceService {
         let body = object(&body)?;
         let mode = match body.get("mode") {
             None | Some(Value::Null) => "upsert",
-            Some(Value::String(m)) if m == "upsert" || m == "replace" => {
-                if m == "upsert" {
-                    "upsert"
-                } else {
-                    "replace"
-                }
-            }
+            Some(Value::String(m)) if m == "upsert" => "upsert",
+            Some(Value::String(m)) if m == "replace" => "replace",
             Some(_) => return Err(Error::field("mode", "The mode must be upsert or replace.")),
         };
         let products = match body.get("products") {

@@ -63,15 +63,11 @@ impl CommerceService {
         caller.require(Permission::CATALOGUE_MANAGE)?;
         let object = object(&body)?;
         let mut body = Body::new(object);
-        let status = match body.one_of("status", STATUSES) {
-            Member::Set(status) => status,
-            _ => {
-                if !body.has_error("status") {
-                    body.error("status", "The status field is required.");
-                }
-                body.errors.finish()?;
-                return Err(Error::field("status", "The status field is required."));
+        let Member::Set(status) = body.one_of("status", STATUSES) else {
+            if !body.has_error("status") {
+                body.error("status", "The status field is required.");
             }
+            return Err(Error::fields(body.errors.into_map()));
         };
         let mut conn = self.conn().await?;
         let now = self.clock.now();
