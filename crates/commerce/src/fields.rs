@@ -157,6 +157,51 @@ impl<'a> Body<'a> {
         }
     }
 
+    /// `sku`, or its alias `retailer_id` when `sku` is not sent (contract: Product).
+    pub fn sku(&mut self) -> Member<String> {
+        if self.has("sku") { self.text("sku", 100) } else { self.text("retailer_id", 100) }
+    }
+
+    /// The value of a required member, or an error naming it (unless it already has one).
+    pub fn required<T>(&mut self, key: &str, member: Member<T>) -> Option<T> {
+        let value = member.set();
+        if value.is_none() && !self.has_error(key) {
+            self.error(key, format!("The {key} field is required."));
+        }
+        value
+    }
+
+    /// Reads each object of the list `key` with `read`, its errors named `<key>.<n>.<field>`; a
+    /// list of 1 to `max` entries is required.
+    pub fn rows<T>(&mut self, key: &str, max: usize, mut read: impl FnMut(&mut Body<'_>) -> Option<T>) -> Vec<T> {
+        let object = self.object;
+        let Some(Value::Array(rows)) = object.get(key) else {
+            self.error(key, format!("The {key} field is required and must be a list."));
+            return Vec::new();
+        };
+        if rows.is_empty() || rows.len() > max {
+            self.error(key, format!("Send between 1 and {max} {key}."));
+            return Vec::new();
+        }
+        let mut read_rows = Vec::with_capacity(rows.len());
+        for (n, row) in rows.iter().enumerate() {
+            let Some(row) = row.as_object() else {
+                self.error(&format!("{key}.{n}"), "Each entry must be an object.");
+                continue;
+            };
+            let mut body =
+                Body { object: row, prefix: format!("{}{key}.{n}.", self.prefix), errors: FieldErrors::new() };
+            let value = read(&mut body);
+            for (field, messages) in body.errors.into_map() {
+                for message in messages {
+                    self.errors.add(field.clone(), message);
+                }
+            }
+            read_rows.extend(value);
+        }
+        read_rows
+    }
+
     /// The first error message, for a batch row's problem.
     pub fn first_error(self) -> Option<String> {
         self.errors.into_map().into_values().flatten().next()

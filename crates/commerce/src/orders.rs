@@ -181,19 +181,24 @@ pub(crate) async fn row_of(conn: &mut store::Conn, tenant: i64, id: i64, lock: b
     row.optional()?.ok_or_else(|| Error::not_found("Order"))
 }
 
-/// The units each product holds for these lines.
+/// The units each product holds for these lines, in product order.
 pub(crate) fn held_by_product(lines: &[LineRow]) -> Vec<(i64, i32)> {
-    let mut held: Vec<(i64, i32)> = Vec::new();
+    per_product(lines, |line| line.reserved)
+}
+
+/// The units each product is wanted for by these lines, in product order.
+pub(crate) fn wanted(lines: &[LineRow]) -> Vec<(i64, i32)> {
+    per_product(lines, |line| line.quantity)
+}
+
+fn per_product(lines: &[LineRow], units: impl Fn(&LineRow) -> i32) -> Vec<(i64, i32)> {
+    let mut sums: std::collections::BTreeMap<i64, i32> = std::collections::BTreeMap::new();
     for line in lines {
         if let Some(product) = line.product_id {
-            match held.iter_mut().find(|(id, _)| *id == product) {
-                Some((_, n)) => *n += line.reserved,
-                None => held.push((product, line.reserved)),
-            }
+            *sums.entry(product).or_default() += units(line);
         }
     }
-    held.sort_unstable();
-    held
+    sums.into_iter().collect()
 }
 
 /// Shares what each product holds among its lines in line order; a line held in part is short.

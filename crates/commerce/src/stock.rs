@@ -454,40 +454,14 @@ impl CommerceService {
 
 /// The push's rows, or one 422 naming every bad one (`levels.3.inventory`).
 fn parse_levels(body: &Value) -> Result<Vec<(String, i32)>, Error> {
-    let object = object(body)?;
-    let Some(levels) = object.get("levels").and_then(Value::as_array) else {
-        return Err(Error::field("levels", "The levels field is required and must be a list."));
-    };
-    if levels.is_empty() || levels.len() > MAX_LEVELS {
-        return Err(Error::field("levels", format!("Send between 1 and {MAX_LEVELS} levels.")));
-    }
-    let mut errors = kernel::error::FieldErrors::new();
-    let mut parsed = Vec::with_capacity(levels.len());
-    for (n, row) in levels.iter().enumerate() {
-        let Some(row) = row.as_object() else {
-            errors.add(format!("levels.{n}"), "Each level must be an object {sku, inventory}.");
-            continue;
-        };
-        let mut body = Body::new(row);
-        let sku = if body.has("sku") { body.text("sku", 100) } else { body.text("retailer_id", 100) };
-        let count = body.int("inventory", 0, i32::MAX.into());
-        let (sku, count) = (sku.set(), count.set());
-        let mut problems = body.errors.into_map();
-        if sku.is_none() && !problems.contains_key("sku") {
-            problems.entry("sku".into()).or_default().push("The sku field is required.".into());
-        }
-        if count.is_none() && !problems.contains_key("inventory") {
-            problems.entry("inventory".into()).or_default().push("The inventory field is required.".into());
-        }
-        for (field, messages) in problems {
-            for message in messages {
-                errors.add(format!("levels.{n}.{field}"), message);
-            }
-        }
-        if let (Some(sku), Some(count)) = (sku, count) {
-            parsed.push((sku, count as i32));
-        }
-    }
-    errors.finish()?;
-    Ok(parsed)
+    let mut body = Body::new(object(body)?);
+    let levels = body.rows("levels", MAX_LEVELS, |row| {
+        let sku = row.sku();
+        let sku = row.required("sku", sku);
+        let count = row.int("inventory", 0, i32::MAX.into());
+        let count = row.required("inventory", count);
+        Some((sku?, count? as i32))
+    });
+    body.errors.finish()?;
+    Ok(levels)
 }

@@ -13,7 +13,7 @@ use store::jobs::Enqueue;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{ExpireHold, LineRow, Order, Row, allocate};
+use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
 use crate::catalogues::Row as Shop;
 use crate::fields::{Body, Member, object};
 use crate::schema::{orders, products};
@@ -180,21 +180,6 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
     Ok(Order::of(row, lines))
 }
 
-/// Units wanted per product, in product order.
-pub(crate) fn wanted(lines: &[LineRow]) -> Vec<(i64, i32)> {
-    let mut wanted: Vec<(i64, i32)> = Vec::new();
-    for line in lines {
-        if let Some(product) = line.product_id {
-            match wanted.iter_mut().find(|(id, _)| *id == product) {
-                Some((_, n)) => *n += line.quantity,
-                None => wanted.push((product, line.quantity)),
-            }
-        }
-    }
-    wanted.sort_unstable();
-    wanted
-}
-
 pub(crate) async fn schedule_expiry(conn: &mut store::Conn, row: &Row, at: OffsetDateTime) -> Result<(), Error> {
     let options = Enqueue { tenant_id: Some(TenantId(row.tenant_id)), run_at: Some(at), ..Enqueue::default() };
     store::jobs::enqueue(conn, &ExpireHold { order_id: row.id }, options).await?;
@@ -227,8 +212,7 @@ async fn insert_lines(conn: &mut store::Conn, order: i64, lines: &[LineRow]) -> 
 
 /// The REST body, checked: manual or storefront, up to 100 lines of 1 to 100,000 units.
 fn parse(body: &Value) -> Result<NewOrder, Error> {
-    let object = object(body)?;
-    let mut body = Body::new(object);
+    let mut body = Body::new(object(body)?);
     let platform = body.one_of("platform", &["manual", "storefront", "chat", "ivr"]);
     if let Member::Set(other @ ("chat" | "ivr")) = platform {
         body.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
@@ -239,37 +223,13 @@ fn parse(body: &Value) -> Result<NewOrder, Error> {
         body.text("customer_chat_id", 191)
     };
     let name = body.text("customer_name", 191);
-    let mut lines = Vec::new();
-    match object.get("lines") {
-        Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_LINES => {
-            for (n, row) in rows.iter().enumerate() {
-                let Some(row) = row.as_object() else {
-                    body.error(&format!("lines.{n}"), "Each line must be an object {sku, quantity}.");
-                    continue;
-                };
-                let mut line = Body::new(row);
-                let sku = if line.has("sku") { line.text("sku", 100) } else { line.text("retailer_id", 100) };
-                let quantity = line.int("quantity", 1, MAX_QUANTITY);
-                let (sku, quantity) = (sku.set(), quantity.set());
-                let mut problems = line.errors.into_map();
-                if sku.is_none() && problems.is_empty() {
-                    problems.entry("sku".into()).or_default().push("The sku field is required.".into());
-                }
-                if quantity.is_none() && !problems.contains_key("quantity") {
-                    problems.entry("quantity".into()).or_default().push("The quantity field is required.".into());
-                }
-                for (field, messages) in problems {
-                    for message in messages {
-                        body.error(&format!("lines.{n}.{field}"), message);
-                    }
-                }
-                if let (Some(sku), Some(quantity)) = (sku, quantity) {
-                    lines.push(NewLine { sku, quantity: quantity as i32 });
-                }
-            }
-        }
-        _ => body.error("lines", format!("Send between 1 and {MAX_LINES} lines.")),
-    }
+    let lines = body.rows("lines", MAX_LINES, |line| {
+        let sku = line.sku();
+        let sku = line.required("sku", sku);
+        let quantity = line.int("quantity", 1, MAX_QUANTITY);
+        let quantity = line.required("quantity", quantity);
+        Some(NewLine { sku: sku?, quantity: quantity? as i32 })
+    });
     body.errors.finish()?;
     Ok(NewOrder {
         platform: Some(platform.set().unwrap_or("manual").to_owned()),

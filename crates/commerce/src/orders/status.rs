@@ -15,8 +15,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 
-use super::intake::{schedule_expiry, wanted};
-use super::{LineRow, Order, PLATFORMS, Row, STATUSES, allocate, held_by_product, lines_of, row_of, view};
+use super::intake::schedule_expiry;
+use super::{LineRow, Order, PLATFORMS, Row, STATUSES, allocate, held_by_product, lines_of, row_of, view, wanted};
 use crate::fields::{Body, Member, object};
 use crate::schema::{order_lines, orders};
 use crate::service::{CommerceService, shop_of};

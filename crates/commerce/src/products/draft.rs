@@ -7,7 +7,6 @@ use crate::fields::{Body, Member};
 
 /// Availability values a body may set (contract: Product).
 pub const AVAILABILITIES: &[&str] = &["in stock", "out of stock", "preorder", "available for order", "discontinued"];
-const MAX_SKU: usize = 100;
 const MAX_PRICE: i64 = 1_000_000_000_000_000;
 
 /// The writable state of a product.
@@ -49,7 +48,7 @@ impl Input {
     /// Reads a body; field errors are left in `body.errors`.
     pub fn read(body: &mut Body<'_>) -> Self {
         // contract: `retailer_id` is an alias of `sku`; `sku` wins when both are sent
-        let sku = if body.has("sku") { body.text("sku", MAX_SKU) } else { body.text("retailer_id", MAX_SKU) };
+        let sku = body.sku();
         if let Member::Set(code) = &sku
             && (code.contains('/') || code.chars().any(char::is_control))
         {
