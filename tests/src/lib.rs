@@ -58,6 +58,8 @@ pub struct TestApp<S> {
     pub clock: Clock,
     pub messaging: messaging::MessagingService,
     pub webhooks: webhooks::WebhookService,
+    /// The data service, for what the API cannot do: defining tables, storing files.
+    pub data: data_tables::DataService,
     worker: Worker,
     deliverer: Arc<webhooks::Deliverer>,
     service: S,
@@ -133,10 +135,16 @@ async fn build_with(
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
     let leads = leads::LeadService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080".to_owned());
     let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
-    let registry = gateway::serve::job_registry(&Arc::new(messaging.clone()), &Arc::new(leads), &Arc::new(commerce));
+    let data = data_tables::DataService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080");
+    let registry = gateway::serve::job_registry(
+        &Arc::new(messaging.clone()),
+        &Arc::new(leads),
+        &Arc::new(commerce),
+        &Arc::new(data.clone()),
+    );
     let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
     let deliverer = webhooks::Deliverer::new(webhooks.clone());
-    TestApp { db, pool, clock, messaging, webhooks, worker, deliverer, service }
+    TestApp { db, pool, clock, messaging, webhooks, data, worker, deliverer, service }
 }
 
 /// Webhooks as tests need them: receivers on this machine's loopback are allowed (the one

@@ -24,6 +24,28 @@ pub struct ErrorEnvelope {
     pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
+/// A refusal of the data service (contract: Errors, data endpoints).
+#[derive(Serialize, ToSchema)]
+pub struct DataErrorEnvelope {
+    pub error: DataErrorDetail,
+    pub message: String,
+    /// validation_error, conflict, not_found, permission_denied, quota_exceeded, not_supported,
+    /// rate_limited, provider_failure or temporary_failure.
+    pub code: String,
+    pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
+}
+
+/// The `error` member of a data refusal; `field`, `reason`, `quota`, `used`, `limit` and
+/// `retry_after_seconds` appear where they apply.
+#[derive(Serialize, ToSchema)]
+pub struct DataErrorDetail {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+    pub field: Option<String>,
+    pub reason: Option<String>,
+}
+
 /// What every authenticated route may answer before it does anything (contract: Authentication,
 /// Limits), in the v3 error envelope.
 #[derive(utoipa::IntoResponses)]
@@ -143,10 +165,23 @@ impl Modify for BearerAuth {
         crate::v3::webhooks::replay,
         crate::v3::webhooks::recover,
         crate::v3::webhooks::notifications,
+        crate::v3::data::tables,
+        crate::v3::data::schema,
+        crate::v3::data::states,
+        crate::v3::data::list,
+        crate::v3::data::create,
+        crate::v3::data::get,
+        crate::v3::data::update,
+        crate::v3::data::delete,
+        crate::v3::data::history,
+        crate::v3::data::groups,
+        crate::v3::data::group,
+        crate::v3::data::overview,
+        crate::v3::data::download,
         crate::hooks::delivery,
         crate::hooks::inbound,
     ),
-    components(schemas(ErrorEnvelope)),
+    components(schemas(ErrorEnvelope, DataErrorEnvelope, DataErrorDetail)),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

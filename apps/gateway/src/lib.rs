@@ -30,6 +30,7 @@ pub struct AppState {
     pub webhooks: webhooks::WebhookService,
     pub leads: leads::LeadService,
     pub commerce: commerce::CommerceService,
+    pub data: data_tables::DataService,
 }
 
 impl AppState {
@@ -45,6 +46,7 @@ impl AppState {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
             leads: leads::LeadService::new(pool.clone(), clock.clone(), public_url.to_owned()),
             commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
+            data: data_tables::DataService::new(pool.clone(), clock.clone(), public_url),
             messaging,
             webhooks,
             metrics: Metrics::new().map_err(kernel::Error::internal)?,
@@ -79,6 +81,8 @@ pub fn app(
         .route("/api-docs/openapi.json", web::get().to(docs::openapi))
         .configure(v3::configure)
         .configure(hooks::configure)
+        // signed file links from data records carry no key
+        .route("/files/{file}", web::get().to(v3::data::download))
         .default_service(web::to(ops::not_found))
 }
 

@@ -27,11 +27,13 @@ pub fn job_registry(
     messaging: &Arc<messaging::MessagingService>,
     leads: &Arc<leads::LeadService>,
     commerce: &Arc<commerce::CommerceService>,
+    data: &Arc<data_tables::DataService>,
 ) -> Registry {
     let mut registry = Registry::new();
     messaging.register_jobs(&mut registry);
     leads.register_jobs(&mut registry);
     commerce.register_jobs(&mut registry);
+    data.register_jobs(&mut registry);
     registry
 }
 
@@ -56,10 +58,11 @@ fn start_worker(
     let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::minutes(5));
     let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
     let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
+    let data = data_tables::DataService::new(pool.clone(), clock.clone(), config.public_url.clone());
     let worker = Worker::new(
         pool,
         clock,
-        job_registry(&Arc::new(messaging), &Arc::new(leads), &Arc::new(commerce)),
+        job_registry(&Arc::new(messaging), &Arc::new(leads), &Arc::new(commerce), &Arc::new(data)),
         WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
     let deliverer = webhooks::Deliverer::new(webhooks);

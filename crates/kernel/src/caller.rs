@@ -193,6 +193,12 @@ impl Caller {
         }
     }
 
+    /// Whether an active issuer holds a permission named at run time (a data table's
+    /// `data.customers.pii`); legacy, unknown and deactivated issuers hold none.
+    pub fn allows(&self, permission: &str) -> bool {
+        matches!(&self.issuer, Issuer::User { active: true, permissions, .. } if permissions.allows(permission))
+    }
+
     pub fn is_legacy(&self) -> bool {
         matches!(self.issuer, Issuer::Legacy)
     }

@@ -26,6 +26,9 @@ pub enum ErrorKind {
     ProviderFailure,
     /// 503: try again later.
     Unavailable,
+    /// 501: a known operation this resource does not support (a filter operator a column
+    /// type does not advertise, a sort that needs an index).
+    NotSupported,
     /// 500: a bug or a broken dependency; the message stays in the log.
     Internal,
 }
@@ -111,6 +114,10 @@ impl Error {
 
     pub fn payment_required(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::PaymentRequired, message)
+    }
+
+    pub fn not_supported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotSupported, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {

@@ -6,6 +6,33 @@ pub fn digits(raw: &str) -> String {
     raw.chars().filter(char::is_ascii_digit).collect()
 }
 
+/// E.164 with a leading '+' (`+255712345678`), or `None` when not a valid number. Without a
+/// '+' the number is read in `region` (ISO 3166 alpha-2, e.g. `TZ`); spaces, dashes, dots and
+/// parentheses are tolerated. Recipients of sends and data-table `phone` columns use it.
+pub fn e164(input: &str, region: &str) -> Option<String> {
+    let region = region.parse::<phonenumber::country::Id>().ok()?;
+    let number = phonenumber::parse(Some(region), input.trim()).ok()?;
+    phonenumber::is_valid(&number).then(|| number.format().mode(phonenumber::Mode::E164).to_string())
+}
+
+/// Whether `code` is a region `e164` knows (ISO 3166 alpha-2, upper case: `TZ`).
+pub fn is_region(code: &str) -> bool {
+    code.len() == 2 && code.parse::<phonenumber::country::Id>().is_ok()
+}
+
+/// An email as it is stored and matched: trimmed, lower case; `None` unless it looks like one.
+pub fn normalize_email(raw: &str) -> Option<String> {
+    let email = raw.trim().to_lowercase();
+    let (local, domain) = email.split_once('@')?;
+    let plausible = !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && email.len() <= 254
+        && !email.chars().any(char::is_whitespace);
+    plausible.then_some(email)
+}
+
 /// A contact's number as the contract's Contact fields show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContactPhone {

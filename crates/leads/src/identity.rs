@@ -28,18 +28,7 @@ fn valid(full: &str) -> bool {
         && phonenumber::parse(None, format!("+{full}")).is_ok_and(|number| phonenumber::is_valid(&number))
 }
 
-/// An email as it is matched: trimmed, lower case; `None` unless it looks like one.
-pub fn normalize_email(raw: &str) -> Option<String> {
-    let email = raw.trim().to_lowercase();
-    let (local, domain) = email.split_once('@')?;
-    let plausible = !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && email.len() <= 254
-        && !email.chars().any(char::is_whitespace);
-    plausible.then_some(email)
-}
+pub use kernel::phone::normalize_email;
 
 #[cfg(test)]
 mod tests {

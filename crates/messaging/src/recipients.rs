@@ -3,10 +3,8 @@
 
 use std::collections::HashSet;
 
-use phonenumber::{Mode, country};
-
 /// Numbers without a '+' are read as Tanzanian, the platform's home numbering plan.
-const DEFAULT_REGION: country::Id = country::TZ;
+const DEFAULT_REGION: &str = "TZ";
 
 fn is_separator(c: char) -> bool {
     c == ',' || c == ';' || c.is_whitespace()
@@ -31,8 +29,7 @@ pub fn split(recipient: Option<&str>, recipients: &[String]) -> Vec<String> {
 /// case: phonenumber reads a leading 255 as the calling code when the rest is a valid national
 /// number (tested below, so an upgrade that changes it fails loudly).
 pub fn normalize(input: &str) -> Option<String> {
-    let number = phonenumber::parse(Some(DEFAULT_REGION), input.trim()).ok()?;
-    phonenumber::is_valid(&number).then(|| number.format().mode(Mode::E164).to_string())
+    kernel::phone::e164(input, DEFAULT_REGION)
 }
 
 /// One recipient of a send, as typed and as normalized.

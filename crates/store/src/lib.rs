@@ -34,6 +34,32 @@ pub async fn connect(pool: &Pool) -> Result<PooledConn, kernel::Error> {
     pool.get().await.map_err(|e| kernel::Error::internal(format!("pool: {e}")))
 }
 
+/// The 32-byte secret this database keeps under `name` (made on first use, the same for every
+/// process sharing the database): webhook header sealing, signed file URLs.
+pub async fn service_key(conn: &mut Conn, name: &str) -> Result<Vec<u8>, kernel::Error> {
+    use diesel::sql_types::{Bytea, Text};
+    use diesel_async::RunQueryDsl;
+    use ring::rand::{SecureRandom, SystemRandom};
+
+    #[derive(diesel::QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = Bytea)]
+        key: Vec<u8>,
+    }
+    let mut fresh = [0_u8; 32];
+    SystemRandom::new().fill(&mut fresh).map_err(|_| kernel::Error::internal("no randomness for a key"))?;
+    diesel::sql_query("INSERT INTO service_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+        .bind::<Text, _>(name)
+        .bind::<Bytea, _>(fresh.to_vec())
+        .execute(conn)
+        .await?;
+    let stored: Stored = diesel::sql_query("SELECT key FROM service_keys WHERE name = $1")
+        .bind::<Text, _>(name)
+        .get_result(conn)
+        .await?;
+    Ok(stored.key)
+}
+
 /// Whether a diesel error is a unique violation (optionally of one named constraint).
 pub fn is_unique_violation(error: &diesel::result::Error, constraint: Option<&str>) -> bool {
     match error {

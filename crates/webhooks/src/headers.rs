@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use diesel::sql_types::{Bytea, Text};
-use diesel_async::RunQueryDsl;
 use kernel::Error;
 use kernel::error::FieldErrors;
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
@@ -134,23 +132,7 @@ impl HeaderKey {
         if let Some(hex_key) = configured {
             return Self::from_hex(hex_key);
         }
-        let mut fresh = [0_u8; 32];
-        SystemRandom::new().fill(&mut fresh).map_err(|_| Error::internal("no randomness for a key"))?;
-        #[derive(diesel::QueryableByName)]
-        struct Stored {
-            #[diesel(sql_type = Bytea)]
-            key: Vec<u8>,
-        }
-        diesel::sql_query("INSERT INTO service_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
-            .bind::<Text, _>(Self::STORED_NAME)
-            .bind::<Bytea, _>(fresh.to_vec())
-            .execute(conn)
-            .await?;
-        let stored: Stored = diesel::sql_query("SELECT key FROM service_keys WHERE name = $1")
-            .bind::<Text, _>(Self::STORED_NAME)
-            .get_result(conn)
-            .await?;
-        Self::from_bytes(&stored.key)
+        Self::from_bytes(&store::service_key(conn, Self::STORED_NAME).await?)
     }
 
     /// Seals a value, bound to its header name so a sealed value cannot be moved to another.

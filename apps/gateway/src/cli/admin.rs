@@ -66,6 +66,39 @@ pub enum AdminCommand {
     /// Custom lead fields: what a lead's `custom_fields` accepts (listed by GET /lead-fields).
     #[command(subcommand)]
     LeadField(LeadFieldCommand),
+    /// Data tables: define (create or alter) a group and its tables from a JSON file.
+    #[command(subcommand)]
+    DataTable(DataTableCommand),
+    /// Files that data-table `file` columns refer to.
+    #[command(subcommand)]
+    DataFile(DataFileCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataTableCommand {
+    /// Create or alter a group and its tables by slug (the file format is in docs/api.md);
+    /// prints the group id.
+    Apply {
+        #[arg(long)]
+        tenant: i64,
+        file: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataFileCommand {
+    /// Store a file for a tenant; prints its id (the value a `file` column takes).
+    Add {
+        #[arg(long)]
+        tenant: i64,
+        path: std::path::PathBuf,
+        /// The name records show (default: the file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Default: guessed from the extension, else application/octet-stream.
+        #[arg(long)]
+        mime_type: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -357,6 +390,7 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
         }
         AdminCommand::Demo { key } => {
             let demo = accounts::demo::ensure(conn, key.as_deref(), now).await?;
+            demo_data_tables(&pool, config, TenantId(demo.tenant_id)).await?;
             // a sandbox SMS channel with a sender id, and something to spend
             messaging::channels::ensure_demo(conn, TenantId(demo.tenant_id)).await?;
             if accounts::wallet::get(conn, TenantId(demo.tenant_id)).await?.balance_minor <= 0 {
@@ -371,10 +405,68 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let value = json!({"tenant_id": tenant, "key": field.key, "label": field.label, "type": field.kind, "options": field.options});
             (field.key, value)
         }
+        AdminCommand::DataTable(DataTableCommand::Apply { tenant, file }) => {
+            let raw = std::fs::read_to_string(&file)
+                .map_err(|e| Error::field("file", format!("Cannot read {}: {e}", file.display())))?;
+            let definition: Value = serde_json::from_str(&raw)
+                .map_err(|e| Error::field("file", format!("{} is not JSON: {e}", file.display())))?;
+            let applied = data_service(&pool, config).apply(TenantId(tenant), definition).await?;
+            (applied.group.id.to_string(), json!(applied))
+        }
+        AdminCommand::DataFile(DataFileCommand::Add { tenant, path, name, mime_type }) => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Error::field("path", format!("Cannot read {}: {e}", path.display())))?;
+            let name = name
+                .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "file".to_owned());
+            let mime_type = mime_type.unwrap_or_else(|| mime_of(&name).to_owned());
+            let id = data_service(&pool, config).store_file(TenantId(tenant), &name, &mime_type, bytes).await?;
+            (id.to_string(), json!({"id": id, "name": name, "mime_type": mime_type}))
+        }
         AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
             let field = leads::fields::remove_field(conn, TenantId(tenant), &key).await?;
             (field.key.clone(), json!({"tenant_id": tenant, "key": field.key, "removed": true}))
         }
     };
     Ok(if admin.json { value.to_string() } else { plain })
+}
+
+fn data_service(pool: &store::Pool, config: &Config) -> data_tables::DataService {
+    data_tables::DataService::new(pool.clone(), kernel::Clock::system(), config.public_url.clone())
+}
+
+/// The demo's small CRM: agents and customers, with a status column and a relation. Applying
+/// again changes nothing; the sample records are added once.
+async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId) -> Result<(), Error> {
+    let definition: Value = serde_json::from_str(include_str!("demo_crm.json")).map_err(Error::internal)?;
+    let data = data_service(pool, config);
+    let applied = data.apply(tenant, definition).await?;
+    let table = |slug: &str| applied.tables.iter().find(|t| t.slug == slug).map(|t| t.id);
+    let (Some(agents), Some(customers)) = (table("agents"), table("customers")) else { return Ok(()) };
+    if data.seed(tenant, agents, &[json!({"name": "Neema Mushi", "phone": "0754 000 111"})]).await? {
+        let agent = data.first_record(tenant, agents).await?;
+        let customers_data = [
+            json!({"name": "Amina Juma", "phone": "0712 345 678", "email": "amina@example.com", "segment": "retail",
+                   "score": 82.5, "credit": 150000, "tags": ["vip"], "joined": "2026-03-14", "agent": agent}),
+            json!({"name": "Baraka Mollel", "phone": "0713 222 333", "segment": "wholesale", "score": 64,
+                   "credit": 420000, "joined": "2026-06-02", "agent": agent}),
+            json!({"name": "Zawadi Kimaro", "phone": "0765 444 555", "segment": "retail", "score": 41, "tags": ["late"]}),
+        ];
+        data.seed(tenant, customers, &customers_data).await?;
+    }
+    Ok(())
+}
+
+/// A file's media type by its extension.
+fn mime_of(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).as_deref() {
+        Some("pdf") => "application/pdf",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("txt") => "text/plain",
+        Some("csv") => "text/csv",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
 }

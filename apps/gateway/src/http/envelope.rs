@@ -59,6 +59,7 @@ pub fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::ProviderFailure => StatusCode::BAD_GATEWAY,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,
         ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

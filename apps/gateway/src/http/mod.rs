@@ -2,6 +2,7 @@
 //! the rate limiter, the request middleware and metrics.
 
 pub mod auth;
+pub mod data;
 pub mod envelope;
 pub mod idempotency;
 pub mod json;

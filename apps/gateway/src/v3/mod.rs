@@ -3,6 +3,7 @@
 pub mod account;
 pub mod catalogues;
 pub mod contacts;
+pub mod data;
 pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
@@ -113,6 +114,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(web::resource("/catalogues/{catalogue}/syncs").route(web::get().to(catalogues::syncs)))
             .service(web::resource("/catalogues/{catalogue}/syncs/{sync}").route(web::get().to(catalogues::sync)))
+            // data tables
+            .service(web::resource("/data/tables").route(web::get().to(data::tables)))
+            .service(web::resource("/data/tables/{table}/schema").route(web::get().to(data::schema)))
+            .service(web::resource("/data/tables/{table}/states").route(web::get().to(data::states)))
+            .service(
+                web::resource("/data/tables/{table}/records")
+                    .route(web::get().to(data::list))
+                    .route(web::post().to(data::create)),
+            )
+            .service(
+                web::resource("/data/tables/{table}/records/{record}")
+                    .route(web::get().to(data::get))
+                    .route(web::patch().to(data::update))
+                    .route(web::delete().to(data::delete)),
+            )
+            .service(web::resource("/data/tables/{table}/records/{record}/history").route(web::get().to(data::history)))
+            .service(web::resource("/data/groups").route(web::get().to(data::groups)))
+            .service(web::resource("/data/groups/{group}").route(web::get().to(data::group)))
+            .service(web::resource("/data/groups/{group}/overview").route(web::get().to(data::overview)))
             // webhooks: the fixed paths before `{webhook}`
             .service(
                 web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::create)),

@@ -1,0 +1,114 @@
+//! A record's history (contract: Data tables, history): every create, change and delete with
+//! the changed columns, 50 entries a page newest first, readable after the record is deleted.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use kernel::{Caller, Error, Result};
+use serde::Serialize;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{DataService, HISTORY_PAGE};
+
+#[derive(Debug, Serialize)]
+pub struct Change {
+    pub column: String,
+    pub label: String,
+    pub from: Value,
+    pub to: Value,
+    /// The values are hidden from this caller.
+    pub masked: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    pub id: i64,
+    pub action: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub source: String,
+    pub actor: Value,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct History {
+    pub entries: Vec<Entry>,
+    pub has_more: bool,
+    pub next_before: Option<i64>,
+    /// The key and label of every column the entries name.
+    pub columns: Vec<Value>,
+}
+
+#[derive(QueryableByName)]
+struct Row {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = Text)]
+    action: String,
+    #[diesel(sql_type = Jsonb)]
+    changes: Value,
+    #[diesel(sql_type = Text)]
+    source: String,
+    #[diesel(sql_type = Jsonb)]
+    actor: Value,
+    #[diesel(sql_type = Timestamptz)]
+    at: OffsetDateTime,
+}
+
+impl DataService {
+    /// `GET .../records/{record}/history?before=`.
+    pub async fn history(&self, caller: &Caller, table: Uuid, record: Uuid, before: Option<&str>) -> Result<History> {
+        let before = match before.map(str::trim).filter(|b| !b.is_empty()) {
+            Some(raw) => {
+                Some(raw.parse::<i64>().map_err(|_| Error::field("before", "before is the next_before of a page."))?)
+            }
+            None => None,
+        };
+        let mut conn = self.conn().await?;
+        let view = self.view(&mut conn, caller, table).await?;
+        let mut rows: Vec<Row> = diesel::sql_query(
+            "SELECT id, action, changes, source, actor, at FROM data_record_history
+             WHERE record_id = $1 AND table_id = $2 AND id < $3 ORDER BY id DESC LIMIT $4",
+        )
+        .bind::<SqlUuid, _>(record)
+        .bind::<SqlUuid, _>(view.table.id())
+        .bind::<BigInt, _>(before.unwrap_or(i64::MAX))
+        .bind::<BigInt, _>(HISTORY_PAGE + 1)
+        .get_results(&mut conn)
+        .await?;
+        if rows.is_empty() && before.is_none() {
+            return Err(Error::not_found("Record"));
+        }
+        let has_more = rows.len() as i64 > HISTORY_PAGE;
+        rows.truncate(HISTORY_PAGE as usize);
+        let definition = view.definition();
+        let label = |key: &str| definition.column(key).map(|c| c.label.clone()).unwrap_or_else(|| key.to_owned());
+        let mut named: Vec<String> = Vec::new();
+        let entries: Vec<Entry> = rows
+            .into_iter()
+            .map(|row| {
+                let changes = row
+                    .changes
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(key, change)| {
+                        if !named.contains(key) {
+                            named.push(key.clone());
+                        }
+                        let masked = view.is_masked(key);
+                        let side = |side: &str| if masked { Value::Null } else { change[side].clone() };
+                        Change { column: key.clone(), label: label(key), from: side("from"), to: side("to"), masked }
+                    })
+                    .collect();
+                Entry { id: row.id, action: row.action, at: row.at, source: row.source, actor: row.actor, changes }
+            })
+            .collect();
+        let next_before = if has_more { entries.last().map(|e| e.id) } else { None };
+        let columns = named.iter().map(|key| json!({"key": key, "label": label(key)})).collect();
+        Ok(History { entries, has_more, next_before, columns })
+    }
+}

@@ -1,0 +1,34 @@
+//! Data tables (contract: Data table, column and record; Data record status fields; Data
+//! tables): tables a workspace defines for itself, with typed columns, unique values, state
+//! machines, filter trees over keyset pages, and a history of every change.
+//!
+//! Records live in one table as JSONB keyed by column key; what makes them behave like a real
+//! database's rows is here: values read by type into one stored form, unique keys in their own
+//! table, and per-table partial indexes built in the background.
+
+pub mod apply;
+pub mod definition;
+pub mod describe;
+pub mod files;
+pub mod filter;
+pub mod groups;
+pub mod history;
+pub mod records;
+mod service;
+mod sql;
+pub mod states;
+pub mod values;
+
+pub use apply::Applied;
+pub use records::Record;
+pub use service::{DataService, View, parse_id};
+
+/// A serialized record's `data` fits in this many bytes (contract: Limits).
+pub const RECORD_BYTES: usize = 8_192;
+/// `q` searches at most this many columns (contract: Limits).
+pub const SEARCH_COLUMNS: usize = 6;
+/// Record pages (contract: Limits).
+pub const PAGE_DEFAULT: i64 = 50;
+pub const PAGE_MAX: i64 = 200;
+/// History entries per page.
+pub const HISTORY_PAGE: i64 = 50;
