@@ -361,8 +361,7 @@ impl DataService {
             .bind::<Timestamptz, _>(now)
             .execute(conn)
             .await?;
-            let job = BuildIndex { table_id: table, column_key: want.column_key };
-            store::jobs::enqueue(conn, &job, enqueue(tenant)).await?;
+            store::jobs::enqueue(conn, &BuildIndexes {}, enqueue(tenant)).await?;
         }
         Ok(())
     }
@@ -449,82 +448,137 @@ pub(crate) async fn index_statuses(conn: &mut store::Conn, table: Uuid) -> Resul
     Ok(rows.into_iter().map(|r| (r.column_key, r.status)).collect())
 }
 
-/// Builds one index with `CREATE INDEX CONCURRENTLY` (outside any transaction, so writes go
-/// on meanwhile); a build that left an invalid index drops it and tries again.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct BuildIndex {
-    pub table_id: Uuid,
-    pub column_key: String,
+/// Index builds and drops take turns: two concurrent `CREATE INDEX CONCURRENTLY` on
+/// `data_records` would each wait for the other's transaction. A session advisory lock (never
+/// waited for, only tried) lets one worker at a time do them.
+const INDEX_LOCK: i64 = 0x6461_7461_5f69_7864; // "data_idx"
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = Bool)]
+    locked: bool,
 }
 
-impl Job for BuildIndex {
-    const NAME: &'static str = "data.build_index";
-    const MAX_ATTEMPTS: i32 = 5;
+async fn try_lock(conn: &mut store::Conn) -> Result<bool> {
+    let locked: Locked = diesel::sql_query("SELECT pg_try_advisory_lock($1) AS locked")
+        .bind::<BigInt, _>(INDEX_LOCK)
+        .get_result(conn)
+        .await?;
+    Ok(locked.locked)
+}
+
+async fn unlock(conn: &mut store::Conn) -> Result<()> {
+    diesel::sql_query("SELECT pg_advisory_unlock($1)").bind::<BigInt, _>(INDEX_LOCK).execute(conn).await?;
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct Pending {
+    #[diesel(sql_type = SqlUuid)]
+    table_id: Uuid,
+    #[diesel(sql_type = Text)]
+    column_key: String,
+    #[diesel(sql_type = Text)]
+    index_name: String,
+    #[diesel(sql_type = Text)]
+    expression: String,
+}
+
+async fn next_pending(conn: &mut store::Conn) -> Result<Option<Pending>> {
+    let rows: Vec<Pending> = diesel::sql_query(
+        "SELECT table_id, column_key, index_name, expression FROM data_indexes
+         WHERE status = 'building' ORDER BY updated_at, table_id, column_key LIMIT 1",
+    )
+    .get_results(conn)
+    .await?;
+    Ok(rows.into_iter().next())
+}
+
+/// Builds one index concurrently (outside any transaction, so the table stays writable); an
+/// invalid leftover of an earlier failed build is dropped first. A failure marks the index
+/// `failed` with the database's message.
+async fn build(conn: &mut store::Conn, index: &Pending, now: time::OffsetDateTime) -> Result<()> {
+    #[derive(QueryableByName)]
+    struct Valid {
+        #[diesel(sql_type = Bool)]
+        valid: bool,
+    }
+    let existing: Vec<Valid> = diesel::sql_query(
+        "SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1",
+    )
+    .bind::<Text, _>(&index.index_name)
+    .get_results(conn)
+    .await?;
+    if existing.iter().any(|e| !e.valid) {
+        diesel::sql_query(format!("DROP INDEX CONCURRENTLY IF EXISTS {}", index.index_name)).execute(conn).await?;
+    }
+    // a column's expression is `((data->'key'), id)`; the search's `USING gin (...)`
+    let (using, columns) = match index.expression.strip_prefix("USING ") {
+        Some(rest) => rest.split_once(' ').map(|(m, c)| (format!("USING {m}"), c.to_owned())).unwrap_or_default(),
+        None => (String::new(), index.expression.clone()),
+    };
+    let built = diesel::sql_query(format!(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON data_records {using} {columns} WHERE {}",
+        index.index_name,
+        sql::live(index.table_id)
+    ))
+    .execute(conn)
+    .await;
+    let (status, error) = match &built {
+        Ok(_) => ("ready", None),
+        Err(e) => {
+            tracing::error!(index = %index.index_name, error = %e, "building a data-table index failed");
+            ("failed", Some(e.to_string()))
+        }
+    };
+    diesel::sql_query(
+        "UPDATE data_indexes SET status = $3, error = $4, updated_at = $5
+         WHERE table_id = $1 AND column_key = $2 AND index_name = $6",
+    )
+    .bind::<SqlUuid, _>(index.table_id)
+    .bind::<Text, _>(&index.column_key)
+    .bind::<Text, _>(status)
+    .bind::<Nullable<Text>, _>(error)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(&index.index_name)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Builds every index waiting in `data_indexes` (any table), one at a time. A run that finds
+/// another worker building leaves the work to it: that worker looks again after it lets go.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BuildIndexes {}
+
+impl Job for BuildIndexes {
+    const NAME: &'static str = "data.build_indexes";
     type State = DataService;
 
     async fn run(self, _state: Arc<DataService>, ctx: JobContext) -> Result<(), JobError> {
         let mut conn = store::connect(&ctx.pool).await?;
-        let rows: Vec<IndexRow> = diesel::sql_query(
-            "SELECT column_key, index_name, expression, status FROM data_indexes WHERE table_id = $1 AND column_key = $2",
-        )
-        .bind::<SqlUuid, _>(self.table_id)
-        .bind::<Text, _>(&self.column_key)
-        .get_results(&mut conn)
-        .await
-        .map_err(Error::from)?;
-        let Some(index) = rows.into_iter().next().filter(|r| r.status != "ready") else { return Ok(()) };
-        #[derive(QueryableByName)]
-        struct Valid {
-            #[diesel(sql_type = Bool)]
-            valid: bool,
+        loop {
+            if !try_lock(&mut conn).await? {
+                return Ok(());
+            }
+            let mut outcome = Ok(());
+            while let Some(index) = next_pending(&mut conn).await? {
+                outcome = build(&mut conn, &index, ctx.clock.now()).await;
+                if outcome.is_err() {
+                    break;
+                }
+            }
+            unlock(&mut conn).await?;
+            outcome?;
+            // an index queued while this run held the lock, by a run that then gave way
+            if next_pending(&mut conn).await?.is_none() {
+                return Ok(());
+            }
         }
-        let existing: Vec<Valid> = diesel::sql_query(
-            "SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1",
-        )
-        .bind::<Text, _>(&index.index_name)
-        .get_results(&mut conn)
-        .await
-        .map_err(Error::from)?;
-        if existing.iter().any(|e| !e.valid) {
-            diesel::sql_query(format!("DROP INDEX CONCURRENTLY IF EXISTS {}", index.index_name))
-                .execute(&mut conn)
-                .await
-                .map_err(Error::from)?;
-        }
-        let (using, columns) = match index.expression.strip_prefix("USING ") {
-            Some(rest) => rest.split_once(' ').map(|(m, c)| (format!("USING {m}"), c.to_owned())).unwrap_or_default(),
-            None => (String::new(), index.expression.clone()),
-        };
-        let built = diesel::sql_query(format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON data_records {using} {columns} WHERE {}",
-            index.index_name,
-            sql::live(self.table_id)
-        ))
-        .execute(&mut conn)
-        .await;
-        let (status, error) = match &built {
-            Ok(_) => ("ready", None),
-            Err(e) if ctx.attempt >= Self::MAX_ATTEMPTS => ("failed", Some(e.to_string())),
-            Err(e) => return Err(JobError(format!("building {}: {e}", index.index_name))),
-        };
-        diesel::sql_query(
-            "UPDATE data_indexes SET status = $3, error = $4, updated_at = $5
-             WHERE table_id = $1 AND column_key = $2 AND index_name = $6",
-        )
-        .bind::<SqlUuid, _>(self.table_id)
-        .bind::<Text, _>(&self.column_key)
-        .bind::<Text, _>(status)
-        .bind::<Nullable<Text>, _>(error)
-        .bind::<Timestamptz, _>(ctx.clock.now())
-        .bind::<Text, _>(&index.index_name)
-        .execute(&mut conn)
-        .await
-        .map_err(Error::from)?;
-        Ok(())
     }
 }
 
-/// Drops an index a table no longer wants.
+/// Drops an index a table no longer wants, when no index build is running.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct DropIndex {
     pub index_name: String,
@@ -536,23 +590,29 @@ impl Job for DropIndex {
 
     async fn run(self, _state: Arc<DataService>, ctx: JobContext) -> Result<(), JobError> {
         let mut conn = store::connect(&ctx.pool).await?;
+        if !try_lock(&mut conn).await? {
+            return Err(JobError("an index build is running; dropping later".into()));
+        }
         // a table still wanting this very index (applied back and forth) keeps it
         #[derive(QueryableByName)]
         struct Wanted {
             #[diesel(sql_type = BigInt)]
             n: i64,
         }
-        let wanted: Wanted = diesel::sql_query("SELECT count(*) AS n FROM data_indexes WHERE index_name = $1")
+        let wanted: Result<Wanted> = diesel::sql_query("SELECT count(*) AS n FROM data_indexes WHERE index_name = $1")
             .bind::<Text, _>(&self.index_name)
             .get_result(&mut conn)
             .await
-            .map_err(Error::from)?;
-        if wanted.n == 0 {
-            diesel::sql_query(format!("DROP INDEX CONCURRENTLY IF EXISTS {}", self.index_name))
+            .map_err(Error::from);
+        let dropped = match wanted {
+            Ok(w) if w.n == 0 => diesel::sql_query(format!("DROP INDEX CONCURRENTLY IF EXISTS {}", self.index_name))
                 .execute(&mut conn)
                 .await
-                .map_err(Error::from)?;
-        }
-        Ok(())
+                .map(|_| ())
+                .map_err(Error::from),
+            other => other.map(|_| ()),
+        };
+        unlock(&mut conn).await?;
+        Ok(dropped?)
     }
 }

@@ -58,7 +58,7 @@ pub struct Groups {
 pub struct Range {
     pub name: String,
     pub from: OffsetDateTime,
-    /// Exclusive.
+    /// Inclusive: a named range ends now, a date ends at its last microsecond.
     pub to: OffsetDateTime,
 }
 
@@ -76,7 +76,7 @@ fn named_range(name: &str, now: OffsetDateTime) -> Option<Range> {
         "this_month" => (month, now),
         "last_month" => {
             let previous = (month - Duration::days(1)).date().replace_day(1).ok()?.midnight().assume_utc();
-            (previous, month)
+            (previous, month - Duration::microseconds(1))
         }
         "this_year" => (Date::from_calendar_date(now.year(), Month::January, 1).ok()?.midnight().assume_utc(), now),
         "all_time" => (OffsetDateTime::UNIX_EPOCH, now),
@@ -89,7 +89,7 @@ fn named_range(name: &str, now: OffsetDateTime) -> Option<Range> {
 fn bound(value: &Value, end: bool) -> std::result::Result<OffsetDateTime, String> {
     let at = values::instant(value)?;
     let is_date = value.as_str().is_some_and(|s| s.trim().len() == 10);
-    Ok(if end && is_date { at + Duration::days(1) } else { at })
+    Ok(if end && is_date { at + Duration::days(1) - Duration::microseconds(1) } else { at })
 }
 
 /// `range` (a name, or a JSON object `{from, to}`) or `from`/`to`; default `last_30_days`.
@@ -223,7 +223,7 @@ impl DataService {
                     .definition()
                     .columns
                     .iter()
-                    .map(|c| json!({"key": c.key, "label": c.label, "type": c.kind.as_str(), "masked": view.is_masked(&c.key)}))
+                    .map(|c| json!({"key": c.key, "label": c.label, "type": c.kind.as_str()}))
                     .collect();
                 let mut table = serde_json::to_value(summary).unwrap_or_default();
                 table["columns"] = Value::Array(columns);
@@ -240,8 +240,8 @@ impl DataService {
         let ids: Vec<Uuid> = tables.iter().map(|(v, _)| v.table.id()).collect();
         let counts: Vec<TableCounts> = diesel::sql_query(
             "SELECT table_id, count(*) AS records,
-                    count(*) FILTER (WHERE created_at >= $2 AND created_at < $3) AS created,
-                    count(*) FILTER (WHERE updated_at >= $2 AND updated_at < $3 AND updated_at > created_at) AS updated
+                    count(*) FILTER (WHERE created_at >= $2 AND created_at <= $3) AS created,
+                    count(*) FILTER (WHERE updated_at >= $2 AND updated_at <= $3 AND updated_at > created_at) AS updated
              FROM data_records WHERE table_id = ANY($1) AND deleted_at IS NULL GROUP BY table_id",
         )
         .bind::<Array<SqlUuid>, _>(&ids)
@@ -270,7 +270,7 @@ impl DataService {
                         let text = sql::text_of(&column.key);
                         let sums: Sums = diesel::sql_query(format!(
                             "SELECT sum(({text})::numeric)::float8 AS total,
-                                    sum(({text})::numeric) FILTER (WHERE created_at >= $1 AND created_at < $2)::float8 AS created_total
+                                    sum(({text})::numeric) FILTER (WHERE created_at >= $1 AND created_at <= $2)::float8 AS created_total
                              FROM data_records WHERE {live}"
                         ))
                         .bind::<Timestamptz, _>(range.from)
@@ -304,11 +304,11 @@ impl DataService {
         }
 
         // one point per UTC day, the last SERIES_DAYS days of the range at most
-        let last = (range.to - Duration::nanoseconds(1)).max(range.from).date();
+        let last = range.to.max(range.from).date();
         let first = range.from.date().max(last - Duration::days(SERIES_DAYS - 1));
         let days: Vec<Day> = diesel::sql_query(
             "SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS created FROM data_records
-             WHERE table_id = ANY($1) AND deleted_at IS NULL AND created_at >= $2 AND created_at < $3 GROUP BY 1",
+             WHERE table_id = ANY($1) AND deleted_at IS NULL AND created_at >= $2 AND created_at <= $3 GROUP BY 1",
         )
         .bind::<Array<SqlUuid>, _>(&ids)
         .bind::<Timestamptz, _>(range.from.max(first.with_time(Time::MIDNIGHT).assume_utc()))
@@ -348,10 +348,16 @@ mod tests {
         let default = parse_range(None, None, None, now).expect("default");
         assert_eq!((default.name.as_str(), default.from), ("last_30_days", now - Duration::days(30)));
         let last_month = parse_range(Some("last_month"), None, None, now).expect("named");
-        assert_eq!((last_month.from, last_month.to), (datetime!(2026-10-01 0:00 UTC), datetime!(2026-11-01 0:00 UTC)));
+        assert_eq!(
+            (last_month.from, last_month.to),
+            (datetime!(2026-10-01 0:00 UTC), datetime!(2026-10-31 23:59:59.999999 UTC))
+        );
         let object =
             parse_range(Some(r#"{"from": "2026-11-01", "to": "2026-11-02"}"#), None, None, now).expect("object");
-        assert_eq!((object.from, object.to), (datetime!(2026-11-01 0:00 UTC), datetime!(2026-11-03 0:00 UTC)));
+        assert_eq!(
+            (object.from, object.to),
+            (datetime!(2026-11-01 0:00 UTC), datetime!(2026-11-02 23:59:59.999999 UTC))
+        );
         let params = parse_range(None, Some("2026-11-20T00:00:00Z"), None, now).expect("from");
         assert_eq!((params.from, params.to), (datetime!(2026-11-20 0:00 UTC), now));
         assert!(parse_range(Some("last_year"), None, None, now).is_err());

@@ -18,7 +18,8 @@ pub struct Change {
     pub label: String,
     pub from: Value,
     pub to: Value,
-    /// The values are hidden from this caller.
+    /// The values are hidden from this caller (present only then).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub masked: bool,
 }
 

@@ -34,9 +34,9 @@ impl DataService {
         store::connect(&self.pool).await
     }
 
-    /// Registers the index builder.
+    /// Registers the index builder and dropper.
     pub fn register_jobs(self: &Arc<Self>, registry: &mut store::jobs::Registry) {
-        registry.register::<crate::apply::BuildIndex>(self.clone());
+        registry.register::<crate::apply::BuildIndexes>(self.clone());
         registry.register::<crate::apply::DropIndex>(self.clone());
     }
 
