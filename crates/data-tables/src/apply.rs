@@ -125,8 +125,6 @@ struct IndexRow {
     index_name: String,
     #[diesel(sql_type = Text)]
     expression: String,
-    #[diesel(sql_type = Text)]
-    status: String,
 }
 
 /// An index a table wants: a column's (for sorts and ranges) or the search index (`$q`).
@@ -326,12 +324,11 @@ impl DataService {
         table: Uuid,
         definition: &Definition,
     ) -> Result<()> {
-        let current: Vec<IndexRow> = diesel::sql_query(
-            "SELECT column_key, index_name, expression, status FROM data_indexes WHERE table_id = $1",
-        )
-        .bind::<SqlUuid, _>(table)
-        .get_results(conn)
-        .await?;
+        let current: Vec<IndexRow> =
+            diesel::sql_query("SELECT column_key, index_name, expression FROM data_indexes WHERE table_id = $1")
+                .bind::<SqlUuid, _>(table)
+                .get_results(conn)
+                .await?;
         let wanted = wanted_indexes(definition);
         let now = self.clock.now();
         for old in &current {
@@ -420,32 +417,6 @@ async fn rebuild_unique_keys(conn: &mut store::Conn, table: Uuid, definition: &D
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// Whether a column's (or the search) index is ready to serve.
-pub(crate) async fn index_ready(conn: &mut store::Conn, table: Uuid, column_key: &str) -> Result<bool> {
-    #[derive(QueryableByName)]
-    struct Ready {
-        #[diesel(sql_type = Bool)]
-        ready: bool,
-    }
-    let found: Vec<Ready> =
-        diesel::sql_query("SELECT status = 'ready' AS ready FROM data_indexes WHERE table_id = $1 AND column_key = $2")
-            .bind::<SqlUuid, _>(table)
-            .bind::<Text, _>(column_key)
-            .get_results(conn)
-            .await?;
-    Ok(found.iter().any(|r| r.ready))
-}
-
-/// Each index's status by column key (`building`, `ready`, `failed`).
-pub(crate) async fn index_statuses(conn: &mut store::Conn, table: Uuid) -> Result<BTreeMap<String, String>> {
-    let rows: Vec<IndexRow> =
-        diesel::sql_query("SELECT column_key, index_name, expression, status FROM data_indexes WHERE table_id = $1")
-            .bind::<SqlUuid, _>(table)
-            .get_results(conn)
-            .await?;
-    Ok(rows.into_iter().map(|r| (r.column_key, r.status)).collect())
 }
 
 /// Index builds and drops take turns: two concurrent `CREATE INDEX CONCURRENTLY` on

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::definition::{ColumnType, Config};
 use crate::filter::System;
 use crate::service::{TableRow, View, load_all, reader};
-use crate::{DataService, HISTORY_PAGE, PAGE_DEFAULT, PAGE_MAX, RECORD_BYTES, SEARCH_COLUMNS, apply, filter};
+use crate::{DataService, HISTORY_PAGE, PAGE_DEFAULT, PAGE_MAX, RECORD_BYTES, SEARCH_COLUMNS, filter};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRef {
@@ -132,7 +132,6 @@ impl DataService {
         let view = self.view(&mut conn, caller, table).await?;
         let row = &view.table.row;
         let definition = view.definition();
-        let statuses = apply::index_statuses(&mut conn, row.id).await?;
         let count = record_counts(&mut conn, &[row.id]).await?.get(&row.id).copied().unwrap_or(0);
         let group = group_refs(&mut conn, caller.tenant_id).await?.remove(&row.group_id);
         let columns: Vec<Value> = definition
@@ -140,7 +139,7 @@ impl DataService {
             .iter()
             .enumerate()
             .map(|(position, c)| {
-                let status = if c.indexed { statuses.get(&c.key).map(String::as_str).unwrap_or("building") } else { "none" };
+                let status = if c.indexed { view.table.index_status(&c.key).unwrap_or("building") } else { "none" };
                 json!({
                     "key": c.key, "label": c.label, "type": c.kind.as_str(), "required": c.required,
                     "unique": c.unique, "indexed": c.indexed, "index": {"status": status},

@@ -81,6 +81,9 @@ pub struct TableRow {
     pub created_at: OffsetDateTime,
     #[diesel(sql_type = Timestamptz)]
     pub updated_at: OffsetDateTime,
+    /// `{column_key: status}` of its indexes (`$q` for the search index).
+    #[diesel(sql_type = Jsonb)]
+    pub indexes: Value,
 }
 
 /// A table with its definition read.
@@ -95,6 +98,11 @@ impl Table {
         self.row.id
     }
 
+    /// The status of a column's index (`building`, `ready`, `failed`), if it has one.
+    pub fn index_status(&self, column_key: &str) -> Option<&str> {
+        self.row.indexes.get(column_key).and_then(Value::as_str)
+    }
+
     pub(crate) fn from_row(row: TableRow) -> Result<Self> {
         let definition = serde_json::from_value(row.definition.clone())
             .map_err(|e| Error::internal(format!("table {} has an unreadable definition: {e}", row.id)))?;
@@ -102,7 +110,11 @@ impl Table {
     }
 }
 
-pub(crate) const TABLE_COLUMNS: &str = "id, tenant_id, group_id, slug, name, description, icon, position, definition, sort_index_threshold, created_at, updated_at";
+/// A table's columns, and its indexes' statuses read in the same query.
+pub(crate) const TABLE_COLUMNS: &str = "id, tenant_id, group_id, slug, name, description, icon, position, definition,
+    sort_index_threshold, created_at, updated_at,
+    (SELECT coalesce(jsonb_object_agg(i.column_key, i.status), '{}') FROM data_indexes i WHERE i.table_id = data_tables.id)
+        AS indexes";
 
 pub(crate) enum TableKey<'a> {
     Id(Uuid),

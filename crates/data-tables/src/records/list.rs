@@ -279,7 +279,7 @@ impl DataService {
     /// index to be ready (contract: 501 `sort_needs_index`).
     async fn require_sort_index(&self, conn: &mut store::Conn, view: &View, column: &Column) -> Result<()> {
         let threshold = view.table.row.sort_index_threshold;
-        if crate::apply::index_ready(conn, view.table.id(), &column.key).await? {
+        if view.table.index_status(&column.key) == Some("ready") {
             return Ok(());
         }
         let counted: Count = diesel::sql_query(format!(

@@ -278,11 +278,27 @@ impl DataService {
              SELECT {ROW_COLUMNS} FROM r"
         );
         let (names, values): (Vec<String>, Vec<String>) = keys.iter().cloned().unzip();
-        let limit = definition.limits.records;
         let table_id = view.table.id();
-        let result = conn
-            .transaction::<Row, Error, _>(async |conn| {
-                if let Some(limit) = limit {
+        let insert = async |conn: &mut store::Conn| -> Result<Row> {
+            diesel::sql_query(&statement)
+                .bind::<SqlUuid, _>(id)
+                .bind::<BigInt, _>(caller.tenant_id.0)
+                .bind::<SqlUuid, _>(table_id)
+                .bind::<Jsonb, _>(Value::Object(data.clone()))
+                .bind::<Text, _>(source)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Array<Text>, _>(&names)
+                .bind::<Array<Text>, _>(&values)
+                .bind::<Jsonb, _>(actor(caller, source))
+                .get_result(conn)
+                .await
+                .map_err(unique_violation)
+        };
+        let result = match definition.limits.records {
+            // one statement is atomic by itself
+            None => insert(&mut conn).await,
+            Some(limit) => {
+                conn.transaction::<Row, Error, _>(async |conn| {
                     // creates of a capped table take turns, so the count stays exact
                     diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))")
                         .bind::<Text, _>(table_id.to_string())
@@ -300,22 +316,11 @@ impl DataService {
                             .with_detail("used", used.n)
                             .with_detail("limit", limit));
                     }
-                }
-                diesel::sql_query(&statement)
-                    .bind::<SqlUuid, _>(id)
-                    .bind::<BigInt, _>(caller.tenant_id.0)
-                    .bind::<SqlUuid, _>(table_id)
-                    .bind::<Jsonb, _>(Value::Object(data.clone()))
-                    .bind::<Text, _>(source)
-                    .bind::<Timestamptz, _>(now)
-                    .bind::<Array<Text>, _>(&names)
-                    .bind::<Array<Text>, _>(&values)
-                    .bind::<Jsonb, _>(actor(caller, source))
-                    .get_result(conn)
-                    .await
-                    .map_err(unique_violation)
-            })
-            .await;
+                    insert(conn).await
+                })
+                .await
+            }
+        };
         let row = match result {
             Err(e) if e.reason.as_deref() == Some(TAKEN) => return Err(self.taken(&mut conn, table_id, &keys).await),
             other => other?,
