@@ -117,8 +117,11 @@ struct StoredRecord {
     data: Value,
 }
 
+/// An index a table has or waits for (`data_indexes`).
 #[derive(QueryableByName)]
 struct IndexRow {
+    #[diesel(sql_type = SqlUuid)]
+    table_id: Uuid,
     #[diesel(sql_type = Text)]
     column_key: String,
     #[diesel(sql_type = Text)]
@@ -324,11 +327,12 @@ impl DataService {
         table: Uuid,
         definition: &Definition,
     ) -> Result<()> {
-        let current: Vec<IndexRow> =
-            diesel::sql_query("SELECT column_key, index_name, expression FROM data_indexes WHERE table_id = $1")
-                .bind::<SqlUuid, _>(table)
-                .get_results(conn)
-                .await?;
+        let current: Vec<IndexRow> = diesel::sql_query(
+            "SELECT table_id, column_key, index_name, expression FROM data_indexes WHERE table_id = $1",
+        )
+        .bind::<SqlUuid, _>(table)
+        .get_results(conn)
+        .await?;
         let wanted = wanted_indexes(definition);
         let now = self.clock.now();
         for old in &current {
@@ -443,20 +447,8 @@ async fn unlock(conn: &mut store::Conn) -> Result<()> {
     Ok(())
 }
 
-#[derive(QueryableByName)]
-struct Pending {
-    #[diesel(sql_type = SqlUuid)]
-    table_id: Uuid,
-    #[diesel(sql_type = Text)]
-    column_key: String,
-    #[diesel(sql_type = Text)]
-    index_name: String,
-    #[diesel(sql_type = Text)]
-    expression: String,
-}
-
-async fn next_pending(conn: &mut store::Conn) -> Result<Option<Pending>> {
-    let rows: Vec<Pending> = diesel::sql_query(
+async fn next_pending(conn: &mut store::Conn) -> Result<Option<IndexRow>> {
+    let rows: Vec<IndexRow> = diesel::sql_query(
         "SELECT table_id, column_key, index_name, expression FROM data_indexes
          WHERE status = 'building' ORDER BY updated_at, table_id, column_key LIMIT 1",
     )
@@ -468,7 +460,7 @@ async fn next_pending(conn: &mut store::Conn) -> Result<Option<Pending>> {
 /// Builds one index concurrently (outside any transaction, so the table stays writable); an
 /// invalid leftover of an earlier failed build is dropped first. A failure marks the index
 /// `failed` with the database's message.
-async fn build(conn: &mut store::Conn, index: &Pending, now: time::OffsetDateTime) -> Result<()> {
+async fn build(conn: &mut store::Conn, index: &IndexRow, now: time::OffsetDateTime) -> Result<()> {
     #[derive(QueryableByName)]
     struct Valid {
         #[diesel(sql_type = Bool)]

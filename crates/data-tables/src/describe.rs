@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use kernel::{Caller, Result};
 use serde::Serialize;
@@ -45,16 +45,6 @@ pub struct Tables {
 }
 
 #[derive(QueryableByName)]
-struct GroupRow {
-    #[diesel(sql_type = SqlUuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    slug: String,
-    #[diesel(sql_type = Text)]
-    name: String,
-}
-
-#[derive(QueryableByName)]
 struct Counted {
     #[diesel(sql_type = SqlUuid)]
     table_id: Uuid,
@@ -76,10 +66,7 @@ pub(crate) async fn record_counts(conn: &mut store::Conn, tables: &[Uuid]) -> Re
 
 /// The groups of a tenant by id.
 pub(crate) async fn group_refs(conn: &mut store::Conn, tenant: kernel::TenantId) -> Result<BTreeMap<Uuid, GroupRef>> {
-    let rows: Vec<GroupRow> = diesel::sql_query("SELECT id, slug, name FROM data_groups WHERE tenant_id = $1")
-        .bind::<BigInt, _>(tenant.0)
-        .get_results(conn)
-        .await?;
+    let rows = crate::groups::group_rows(conn, tenant).await?;
     Ok(rows.into_iter().map(|g| (g.id, GroupRef { id: g.id, slug: g.slug, name: g.name })).collect())
 }
 

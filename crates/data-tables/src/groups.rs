@@ -22,13 +22,13 @@ use crate::{DataService, sql, values};
 const SERIES_DAYS: i64 = 366;
 
 #[derive(Debug, Clone, QueryableByName)]
-struct GroupRow {
+pub(crate) struct GroupRow {
     #[diesel(sql_type = SqlUuid)]
-    id: Uuid,
+    pub id: Uuid,
     #[diesel(sql_type = Text)]
-    slug: String,
+    pub slug: String,
     #[diesel(sql_type = Text)]
-    name: String,
+    pub name: String,
     #[diesel(sql_type = Nullable<Text>)]
     description: Option<String>,
     #[diesel(sql_type = Jsonb)]
@@ -157,17 +157,18 @@ struct Links {
     unlinked: i64,
 }
 
-impl DataService {
-    async fn group_rows(&self, conn: &mut store::Conn, caller: &Caller) -> Result<Vec<GroupRow>> {
-        Ok(diesel::sql_query(
-            "SELECT id, slug, name, description, reports, created_at, updated_at FROM data_groups
-             WHERE tenant_id = $1 ORDER BY name",
-        )
-        .bind::<BigInt, _>(caller.tenant_id.0)
-        .get_results(conn)
-        .await?)
-    }
+/// A tenant's groups, by name.
+pub(crate) async fn group_rows(conn: &mut store::Conn, tenant: kernel::TenantId) -> Result<Vec<GroupRow>> {
+    Ok(diesel::sql_query(
+        "SELECT id, slug, name, description, reports, created_at, updated_at FROM data_groups
+         WHERE tenant_id = $1 ORDER BY name",
+    )
+    .bind::<BigInt, _>(tenant.0)
+    .get_results(conn)
+    .await?)
+}
 
+impl DataService {
     /// A group with its tables visible to this caller; 404 when it has none.
     async fn group(
         &self,
@@ -177,7 +178,7 @@ impl DataService {
     ) -> Result<(GroupRow, Vec<(View, TableSummary)>)> {
         let tables: Vec<(View, TableSummary)> =
             self.visible(conn, caller).await?.into_iter().filter(|(v, _)| v.table.row.group_id == id).collect();
-        let group = self.group_rows(conn, caller).await?.into_iter().find(|g| g.id == id);
+        let group = group_rows(conn, caller.tenant_id).await?.into_iter().find(|g| g.id == id);
         match group {
             Some(group) if !tables.is_empty() => Ok((group, tables)),
             _ => Err(Error::not_found("Group")),
@@ -188,8 +189,7 @@ impl DataService {
     pub async fn groups(&self, caller: &Caller) -> Result<Groups> {
         let mut conn = self.conn().await?;
         let visible = self.visible(&mut conn, caller).await?;
-        let groups = self
-            .group_rows(&mut conn, caller)
+        let groups = group_rows(&mut conn, caller.tenant_id)
             .await?
             .iter()
             .filter_map(|g| {

@@ -247,11 +247,6 @@ impl DataService {
         view.require_write()?;
         let input = read_input(&view, data_of(body)?)?;
         let definition = view.definition();
-        if let Some(column) =
-            input.keys().filter_map(|k| definition.column(k)).find(|c| c.kind == ColumnType::AutoNumber)
-        {
-            return Err(Error::field(&column.key, format!("{} is assigned by the service; leave it out.", column.key)));
-        }
         let mut data: Map<String, Value> = input.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
         self.check_record(&mut conn, caller, &view, None, &mut data).await?;
         let keys = unique_keys(definition, &data);
@@ -336,14 +331,6 @@ impl DataService {
         view.require_write()?;
         let input = read_input(&view, data_of(body)?)?;
         let definition = view.definition();
-        if let Some(column) =
-            input.keys().filter_map(|k| definition.column(k)).find(|c| c.kind == ColumnType::AutoNumber)
-        {
-            return Err(Error::field(
-                &column.key,
-                format!("{} is assigned by the service and cannot change.", column.key),
-            ));
-        }
         let now = self.clock.now();
         let outcome = conn
             .transaction::<Row, Error, _>(async |conn| {
