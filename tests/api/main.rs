@@ -6,6 +6,7 @@ mod auth;
 mod commerce;
 mod contacts;
 mod contacts_original;
+mod data;
 mod framework;
 mod leads;
 mod openapi;
