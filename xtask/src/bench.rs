@@ -8,8 +8,10 @@
 //! workloads are one long operation on each side instead (see [`campaign`], [`webhooks`]).
 //! The lead upsert workload replaces the tenant's leads by 10,000 preloaded ones (by SQL)
 //! before each side. The commerce workloads (product batch, orders with reservations) make
-//! their own shops through the API (see [`commerce`]). `--only N` runs workload N alone (and
-//! loads no contacts when it reads none).
+//! their own shops through the API (see [`commerce`]); the data-table workloads (a page of a
+//! 1,000,000-record table, filtered and sorted or searched; record creates) their own tables
+//! with the admin CLI (see [`data_tables`]). `--only N` runs workload N alone (and loads no
+//! contacts when it reads none).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
@@ -17,6 +19,7 @@ mod api;
 mod campaign;
 mod commerce;
 mod data;
+mod data_tables;
 mod load;
 mod report;
 mod sql;
@@ -87,12 +90,20 @@ enum Work {
     ProductBatch,
     /// A fixed number of orders holding stock, checked for oversell after each side (see [`commerce`]).
     Orders,
+    /// A page of 50 of a table of 1,000,000 records loaded by SQL: filtered and sorted by an
+    /// indexed column, then searched with `q`; two rows in the report (see [`data_tables`]).
+    DataPage,
+    /// `POST /data/tables/{id}/records`, one record each (see [`data_tables`]).
+    DataCreates,
 }
 
 impl Work {
     /// Whether the workload reads the 100,000 loaded contacts, or must run where they are.
     fn needs_contacts(self) -> bool {
-        !matches!(self, Self::Webhooks | Self::LeadUpsert | Self::ProductBatch | Self::Orders)
+        !matches!(
+            self,
+            Self::Webhooks | Self::LeadUpsert | Self::ProductBatch | Self::Orders | Self::DataPage | Self::DataCreates
+        )
     }
 }
 
@@ -137,7 +148,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 11] = [
+static WORKLOADS: [Workload; 13] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -284,6 +295,30 @@ static WORKLOADS: [Workload; 11] = [
                   order_lines (unnest); INSERT stock_movements ('reserve'); INSERT jobs (commerce.expire_hold); \
                   INSERT events ('order.received', small payload); COMMIT",
     },
+    Workload {
+        number: 12,
+        name: "data table page, filter + sort",
+        work: Work::DataPage,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: Some(data_tables::PAGE_P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: data_tables::RAW_PAGE,
+    },
+    Workload {
+        number: 13,
+        name: "data record create",
+        work: Work::DataCreates,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        raw_sql: data_tables::RAW_CREATE,
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -305,6 +340,8 @@ struct Setup {
     /// Orders per side of the orders workload, and the units on hand of each product.
     orders: u64,
     order_inventory: i32,
+    /// Records of the data-table page workload's table.
+    data_records: u64,
 }
 
 pub async fn bench(
@@ -381,6 +418,7 @@ pub async fn bench(
         batch_runs: if quick { commerce::QUICK_BATCH_RUNS } else { commerce::BATCH_RUNS },
         orders: if quick { commerce::QUICK_ORDERS } else { commerce::ORDERS },
         order_inventory: if quick { commerce::QUICK_ORDER_INVENTORY } else { commerce::ORDER_INVENTORY },
+        data_records: if quick { data_tables::QUICK_RECORDS } else { data_tables::RECORDS },
     };
     let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
@@ -507,6 +545,14 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
                 outcomes.push(run.orders(workload).await?);
                 continue;
             }
+            Work::DataPage => {
+                outcomes.extend(run.data_page(workload).await?);
+                continue;
+            }
+            Work::DataCreates => {
+                outcomes.push(run.data_creates(workload).await?);
+                continue;
+            }
             _ => {}
         }
         // A fresh gateway per workload: its pool starts as new as the raw side's connections,
@@ -526,6 +572,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             webhooks: None,
             batch: None,
             orders: None,
+            data: None,
         });
     }
 
@@ -643,7 +690,9 @@ impl Run<'_> {
             | Work::Webhooks
             | Work::LeadUpsert
             | Work::ProductBatch
-            | Work::Orders => 0,
+            | Work::Orders
+            | Work::DataPage
+            | Work::DataCreates => 0,
         })
     }
 
@@ -696,8 +745,15 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders => {
-                return Err("the campaign, webhook and commerce workloads run on their own (see measure)".into());
+            Work::Campaign
+            | Work::Webhooks
+            | Work::ProductBatch
+            | Work::Orders
+            | Work::DataPage
+            | Work::DataCreates => {
+                return Err(
+                    "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+                );
             }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
@@ -766,8 +822,15 @@ impl Run<'_> {
                 })
                 .await?
             }
-            Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders => {
-                return Err("the campaign, webhook and commerce workloads run on their own (see measure)".into());
+            Work::Campaign
+            | Work::Webhooks
+            | Work::ProductBatch
+            | Work::Orders
+            | Work::DataPage
+            | Work::DataCreates => {
+                return Err(
+                    "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+                );
             }
         };
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));

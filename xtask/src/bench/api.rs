@@ -205,6 +205,41 @@ impl Api {
         Ok(())
     }
 
+    /// `GET /data/tables/{table}/records` with `query`, URL-encoded once: what
+    /// [`Api::data_list`] and [`Api::data_list_json`] ask for.
+    pub fn data_records_url(&self, table: &str, query: &[(&str, &str)]) -> Result<reqwest::Url> {
+        let path = format!("{}/api/v3/data/tables/{table}/records", self.base);
+        Ok(reqwest::Url::parse_with_params(&path, query)?)
+    }
+
+    /// A page of records (200); the answer is not parsed.
+    pub async fn data_list(&self, url: &reqwest::Url) -> OpResult {
+        self.call(self.client.get(url.clone()), StatusCode::OK).await?;
+        Ok(())
+    }
+
+    /// A page of records, parsed: `{records, next_cursor, has_more, count, served_at}`.
+    pub async fn data_list_json(&self, url: &reqwest::Url) -> Result<Value> {
+        let body = self.call(self.client.get(url.clone()), StatusCode::OK).await;
+        let body = body.map_err(|e| format!("GET {url}: {e}"))?;
+        Ok(serde_json::from_slice(body.as_ref())?)
+    }
+
+    /// `GET /data/tables/{table}/schema`.
+    pub async fn data_schema(&self, table: &str) -> Result<Value> {
+        let body = self.call(self.get(&format!("/data/tables/{table}/schema")), StatusCode::OK).await;
+        let body = body.map_err(|e| format!("reading the schema of data table {table}: {e}"))?;
+        Ok(serde_json::from_slice(body.as_ref())?)
+    }
+
+    /// `POST /data/tables/{table}/records` `{data}`; Err unless it was created (201). The
+    /// answer is not parsed: the records are counted in the tables afterwards.
+    pub async fn data_create(&self, table: &str, data: &Value) -> OpResult {
+        let body = json!({ "data": data });
+        self.call(self.post(&format!("/data/tables/{table}/records"), &body), StatusCode::CREATED).await?;
+        Ok(())
+    }
+
     /// Creates the 500 contacts of batch `batch` in one request.
     pub async fn batch(&self, group: i64, batch: u64) -> OpResult {
         let contacts: Vec<Value> =

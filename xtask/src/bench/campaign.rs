@@ -138,6 +138,7 @@ impl Run<'_> {
             webhooks: None,
             batch: None,
             orders: None,
+            data: None,
         })
     }
 

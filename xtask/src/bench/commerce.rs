@@ -348,6 +348,7 @@ impl Run<'_> {
             webhooks: None,
             batch: Some(facts),
             orders: None,
+            data: None,
         })
     }
 
@@ -451,6 +452,7 @@ impl Run<'_> {
             webhooks: None,
             batch: None,
             orders: Some(facts),
+            data: None,
         })
     }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::Workload;
 use super::commerce::{BatchFacts, OrderFacts};
+use super::data_tables::DataFacts;
 use super::load::Measured;
 use super::sys::{CpuShare, Machine};
 
@@ -32,6 +33,8 @@ pub struct Outcome {
     pub batch: Option<BatchFacts>,
     /// The orders workload's own facts; None for the others.
     pub orders: Option<OrderFacts>,
+    /// The data-table workloads' own facts; None for the others.
+    pub data: Option<DataFacts>,
 }
 
 /// One campaign on each side: how many contacts and how long each side took.
@@ -143,6 +146,9 @@ pub struct WorkloadResult {
     /// For the orders workload: the stock checked after each side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orders: Option<OrderFacts>,
+    /// For the data-table workloads: the table read or written, and what was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataFacts>,
     pub targets: Vec<Check>,
 }
 
@@ -231,7 +237,10 @@ impl WorkloadResult {
             (None, Some(h), ..) => format!("{} of {} events", w.name, thousands(h.deliveries)),
             (None, None, Some(b), _) => format!("{} of {} products", w.name, thousands(b.products)),
             (None, None, None, Some(o)) => format!("{}, {} orders", w.name, thousands(o.orders)),
-            (None, None, None, None) => w.name.to_owned(),
+            (None, None, None, None) => match &outcome.data {
+                Some(d) => d.name(w.name),
+                None => w.name.to_owned(),
+            },
         };
         Self {
             number: w.number,
@@ -248,6 +257,7 @@ impl WorkloadResult {
             webhooks: outcome.webhooks.clone(),
             batch: outcome.batch.clone(),
             orders: outcome.orders.clone(),
+            data: outcome.data.clone(),
             targets,
         }
     }
@@ -473,6 +483,9 @@ impl Report {
             if let Some(o) = &w.orders {
                 out.push_str(&o.paragraph(w.number, w.connections));
             }
+            if let Some(d) = &w.data {
+                out.push_str(&d.paragraph(w.number, w.connections));
+            }
         }
         out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
         let _ = writeln!(
@@ -481,7 +494,9 @@ impl Report {
              SMS send (6): API/raw ≥ 0.5, p99 < 25 ms. Campaign (7): 100,000 contacts all sent in < 30 s, \
              gateway RSS < 200 MB. Webhooks (8): API/raw ≥ 0.8, at least 1,000 deliveries/s. \
              Lead upsert (9): API/raw ≥ 0.5, p99 < 30 ms. Product batch (10): every 5,000-product batch \
-             completed in < 5 s, API/raw ≥ 0.3. Orders (11): API/raw ≥ 0.5, p99 < 30 ms.\n"
+             completed in < 5 s, API/raw ≥ 0.3. Orders (11): API/raw ≥ 0.5, p99 < 30 ms. Data table pages \
+             (12, filtered and sorted, and searched): API/raw ≥ 0.5, p99 < 50 ms. Data record creates (13): \
+             API/raw ≥ 0.5.\n"
         );
         for w in &self.workloads {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();

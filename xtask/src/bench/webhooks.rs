@@ -254,6 +254,7 @@ impl Run<'_> {
             webhooks: Some(facts),
             batch: None,
             orders: None,
+            data: None,
         })
     }
 
