@@ -5,11 +5,8 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
-use api_tests::{TestApp, json, spawn};
+use api_tests::{TestApp, join_all, json, spawn};
 use serde_json::Value;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
@@ -61,26 +58,6 @@ where
         body[k] = v.clone();
     }
     id_of(&create_shop(app, key, body).await)
-}
-
-/// Polls every future on this thread until all are done (the tests crate has no futures crate).
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (future, output) in pending.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *output = Some(value),
-                    Poll::Pending => done = false,
-                }
-            }
-        }
-        if done { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-    outputs.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
 #[actix_web::test]

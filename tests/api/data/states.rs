@@ -33,24 +33,6 @@ fn tickets() -> Value {
     })
 }
 
-/// `POST .../records` with `data`, whatever the answer.
-async fn post_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.post(&records_path(table), key, json!({ "data": data })).await
-}
-
-/// `PATCH .../records/{record}` with `data`, whatever the answer.
-async fn patch_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, record: &str, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.patch(&record_path(table, record), key, json!({ "data": data })).await
-}
-
 /// The record's current value of `column`.
 async fn value_of<S, B>(app: &TestApp<S>, key: &str, table: Uuid, record: &str, column: &str) -> Value
 where

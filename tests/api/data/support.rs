@@ -136,3 +136,21 @@ where
 pub fn record_id(record: &Value) -> String {
     record["id"].as_str().unwrap_or_else(|| panic!("id in {record}")).to_owned()
 }
+
+/// `POST .../records` with `data`, whatever the answer.
+pub async fn post_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, data: Value) -> Resp
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    app.post(&records_path(table), key, json!({ "data": data })).await
+}
+
+/// `PATCH .../records/{record}` with `data`, whatever the answer.
+pub async fn patch_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, record: &str, data: Value) -> Resp
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    app.patch(&record_path(table, record), key, json!({ "data": data })).await
+}

@@ -5,52 +5,11 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
-use api_tests::{Resp, TestApp, json, spawn};
+use api_tests::{Resp, TestApp, join_all, json, spawn};
 use serde_json::Value;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 use uuid::Uuid;
 
 use super::support::*;
-
-/// Polls every future on this thread until all are done (the tests crate has no futures crate).
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut done = true;
-        for (future, output) in pending.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *output = Some(value),
-                    Poll::Pending => done = false,
-                }
-            }
-        }
-        if done { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-    outputs.into_iter().map(|o| o.expect("every future finished")).collect()
-}
-
-/// `POST .../records` with `data`, whatever the answer.
-async fn post_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.post(&records_path(table), key, json!({ "data": data })).await
-}
-
-/// `PATCH .../records/{record}` with `data`, whatever the answer.
-async fn patch_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, record: &str, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.patch(&record_path(table, record), key, json!({ "data": data })).await
-}
 
 /// A 409 `conflict` naming `field` (in `error.field` and among `errors`).
 #[track_caller]

@@ -37,24 +37,6 @@ where
     (crm, cards)
 }
 
-/// `POST .../records` with `data`, whatever the answer.
-async fn post_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.post(&records_path(table), key, json!({ "data": data })).await
-}
-
-/// `PATCH .../records/{record}` with `data`, whatever the answer.
-async fn patch_data<S, B>(app: &TestApp<S>, key: &str, table: Uuid, record: &str, data: Value) -> Resp
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    app.patch(&record_path(table, record), key, json!({ "data": data })).await
-}
-
 /// A customer named `name` with `extra` values: the record (201 expected).
 async fn customer<S, B>(app: &TestApp<S>, crm: &Crm, name: &str, extra: Value) -> Value
 where

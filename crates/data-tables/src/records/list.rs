@@ -301,8 +301,7 @@ impl DataService {
 }
 
 fn sort_time(row: &Row, system: System) -> String {
-    let at = if system == System::UpdatedAt { row.updated_at } else { row.created_at };
-    at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    crate::describe::rfc3339(if system == System::UpdatedAt { row.updated_at } else { row.created_at })
 }
 
 fn parse_time(raw: &str) -> Option<OffsetDateTime> {
