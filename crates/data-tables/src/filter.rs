@@ -319,23 +319,14 @@ fn leaf_sql(leaf: &Leaf, definition: &Definition, masked: &[String], sql: &mut S
             };
             format!("{text} ILIKE {}", sql.bind(Bind::Text(pattern)))
         }
-        Op::Equals | Op::NotEquals | Op::In if kind.is_textual() => {
-            let operator = match leaf.op {
-                Op::Equals => "=",
-                Op::NotEquals => "IS DISTINCT FROM",
-                _ => "= ANY",
-            };
-            let bind = match leaf.op {
-                Op::In => {
-                    Bind::Texts(leaf.value.as_array().into_iter().flatten().map(lower).collect::<Result<Vec<_>>>()?)
-                }
-                _ => Bind::Text(lower(&leaf.value)?),
-            };
-            let placeholder = sql.bind(bind);
-            match leaf.op {
-                Op::In => format!("lower({text}) = ANY({placeholder})"),
-                _ => format!("lower({text}) {operator} {placeholder}"),
-            }
+        // text compares without case
+        Op::In if kind.is_textual() => {
+            let items = leaf.value.as_array().into_iter().flatten().map(lower).collect::<Result<Vec<_>>>()?;
+            format!("lower({text}) = ANY({})", sql.bind(Bind::Texts(items)))
+        }
+        Op::Equals | Op::NotEquals if kind.is_textual() => {
+            let operator = if leaf.op == Op::Equals { "=" } else { "IS DISTINCT FROM" };
+            format!("lower({text}) {operator} {}", sql.bind(Bind::Text(lower(&leaf.value)?)))
         }
         Op::In => {
             let items = leaf.value.as_array().into_iter().flatten().map(typed).collect::<Result<Vec<_>>>()?;
