@@ -568,11 +568,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             rss_mb: api_side.rss_mb,
             api_cpu: api_side.cpu,
             raw_cpu,
-            campaign: None,
-            webhooks: None,
-            batch: None,
-            orders: None,
-            data: None,
+            facts: None,
         });
     }
 

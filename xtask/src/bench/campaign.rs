@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_postgres::Client;
 
 use super::load::Measured;
-use super::report::{CampaignFacts, Outcome};
+use super::report::{CampaignFacts, Facts, Outcome};
 use super::sql;
 use super::{Gateway, Run, Workload, data};
 use crate::Result;
@@ -127,19 +127,7 @@ impl Run<'_> {
             final_status: api.status,
             raw_seconds: raw_elapsed.as_secs_f64(),
         };
-        Ok(Outcome {
-            workload,
-            api: api_measured,
-            raw,
-            rss_mb,
-            api_cpu,
-            raw_cpu,
-            campaign: Some(facts),
-            webhooks: None,
-            batch: None,
-            orders: None,
-            data: None,
-        })
+        Ok(Outcome { workload, api: api_measured, raw, rss_mb, api_cpu, raw_cpu, facts: Some(Facts::Campaign(facts)) })
     }
 
     /// A new group with `contacts` contacts, written by SQL: numbers the sandbox delivers.

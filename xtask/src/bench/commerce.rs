@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use self::raw::{BatchRows, BatchStatements, RawOrders};
 use super::load::{Measured, Timing, drive, drive_count};
-use super::report::{Outcome, thousands};
+use super::report::{Facts, Outcome, thousands};
 use super::{Gateway, Run, Workload, data, sql};
 use crate::Result;
 
@@ -337,19 +337,7 @@ impl Run<'_> {
 
         let seconds = |times: &[Duration]| times.iter().map(Duration::as_secs_f64).collect();
         let facts = BatchFacts { products: count, api_seconds: seconds(&api_times), raw_seconds: seconds(&raw_times) };
-        Ok(Outcome {
-            workload,
-            api,
-            raw,
-            rss_mb,
-            api_cpu,
-            raw_cpu,
-            campaign: None,
-            webhooks: None,
-            batch: Some(facts),
-            orders: None,
-            data: None,
-        })
+        Ok(Outcome { workload, api, raw, rss_mb, api_cpu, raw_cpu, facts: Some(Facts::Batch(facts)) })
     }
 
     /// A shop with stock policy `svc` holding [`ORDER_PRODUCTS`] products of `inventory` units,
@@ -448,11 +436,7 @@ impl Run<'_> {
             rss_mb,
             api_cpu,
             raw_cpu,
-            campaign: None,
-            webhooks: None,
-            batch: None,
-            orders: Some(facts),
-            data: None,
+            facts: Some(Facts::Orders(facts)),
         })
     }
 

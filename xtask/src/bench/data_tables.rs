@@ -39,7 +39,7 @@ use uuid::Uuid;
 
 use self::raw::{RawCreates, RawReads};
 use super::load::drive;
-use super::report::{self, Outcome, thousands};
+use super::report::{self, Facts, Outcome, thousands};
 use super::{Gateway, Run, Work, Workload};
 use crate::Result;
 
@@ -563,11 +563,7 @@ impl Run<'_> {
             rss_mb,
             api_cpu,
             raw_cpu,
-            campaign: None,
-            webhooks: None,
-            batch: None,
-            orders: None,
-            data: Some(facts),
+            facts: Some(Facts::Data(facts)),
         })
     }
 
@@ -644,11 +640,7 @@ impl Run<'_> {
             rss_mb,
             api_cpu,
             raw_cpu,
-            campaign: None,
-            webhooks: None,
-            batch: None,
-            orders: None,
-            data: Some(DataFacts::Creates { api_records, api_history, raw_records }),
+            facts: Some(Facts::Data(DataFacts::Creates { api_records, api_history, raw_records })),
         })
     }
 }

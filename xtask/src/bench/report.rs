@@ -25,16 +25,36 @@ pub struct Outcome {
     pub rss_mb: Option<f64>,
     pub api_cpu: CpuShare,
     pub raw_cpu: CpuShare,
-    /// The campaign workload's own facts; None for the others.
-    pub campaign: Option<CampaignFacts>,
-    /// The webhook workload's own facts; None for the others.
-    pub webhooks: Option<WebhookFacts>,
-    /// The product batch workload's own facts; None for the others.
-    pub batch: Option<BatchFacts>,
-    /// The orders workload's own facts; None for the others.
-    pub orders: Option<OrderFacts>,
-    /// The data-table workloads' own facts; None for the others.
-    pub data: Option<DataFacts>,
+    /// What the workload checked or counted beside its rates; None for the plain ones.
+    pub facts: Option<Facts>,
+}
+
+/// A workload's own facts, beside its rates (in the JSON report, a member named by the kind).
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "snake_case")]
+pub enum Facts {
+    /// Rates are messages per second, p50 and p99 the campaign's whole time.
+    Campaign(CampaignFacts),
+    /// Rates are deliveries (POSTs) per second, p50 and p99 the whole time.
+    Webhooks(WebhookFacts),
+    /// Rates are rows per second, p50 and p99 the batch times.
+    Batch(BatchFacts),
+    /// The stock checked after each side.
+    Orders(OrderFacts),
+    /// The table read or written, and what was checked.
+    Data(DataFacts),
+}
+
+fn campaign(facts: &Option<Facts>) -> Option<&CampaignFacts> {
+    if let Some(Facts::Campaign(c)) = facts { Some(c) } else { None }
+}
+
+fn webhooks(facts: &Option<Facts>) -> Option<&WebhookFacts> {
+    if let Some(Facts::Webhooks(h)) = facts { Some(h) } else { None }
+}
+
+fn batch(facts: &Option<Facts>) -> Option<&BatchFacts> {
+    if let Some(Facts::Batch(b)) = facts { Some(b) } else { None }
 }
 
 /// One campaign on each side: how many contacts and how long each side took.
@@ -134,21 +154,8 @@ pub struct WorkloadResult {
     pub gateway_peak_rss_mb: Option<f64>,
     pub cpu_api_run: CpuShare,
     pub cpu_raw_run: CpuShare,
-    /// For the campaign: its rates are messages per second, its p50 and p99 its whole time.
-    pub campaign: Option<CampaignFacts>,
-    /// For the webhook workload: its rates are deliveries (POSTs) per second, p50 and p99 its
-    /// whole time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub webhooks: Option<WebhookFacts>,
-    /// For the product batch: its rates are rows per second, p50 and p99 the batch times.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch: Option<BatchFacts>,
-    /// For the orders workload: the stock checked after each side.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub orders: Option<OrderFacts>,
-    /// For the data-table workloads: the table read or written, and what was checked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<DataFacts>,
+    #[serde(flatten)]
+    pub facts: Option<Facts>,
     pub targets: Vec<Check>,
 }
 
@@ -214,7 +221,7 @@ impl WorkloadResult {
         if let Some(max) = w.max_p99_ms {
             targets.push(Check::below(format!("p99 < {max} ms"), api.p99_ms, " ms", max));
         }
-        if let (Some(per_100k), Some(campaign)) = (w.max_seconds, &outcome.campaign) {
+        if let (Some(per_100k), Some(campaign)) = (w.max_seconds, campaign(&outcome.facts)) {
             // The target is for 100,000 contacts; a smaller campaign (--quick) gets its share.
             let max = per_100k * campaign.contacts as f64 / 100_000.0;
             let target = if campaign.contacts == 100_000 {
@@ -224,7 +231,7 @@ impl WorkloadResult {
             };
             targets.push(Check::below(target, campaign.api_seconds, " s", max));
         }
-        if let (Some(max), Some(batch)) = (w.max_seconds, &outcome.batch) {
+        if let (Some(max), Some(batch)) = (w.max_seconds, batch(&outcome.facts)) {
             let target = format!("every batch of {} completed in < {max} s", thousands(batch.products));
             targets.push(Check::below(target, batch.slowest_api_s(), " s", max));
         }
@@ -232,15 +239,13 @@ impl WorkloadResult {
             let max = w.max_rss_mb;
             targets.push(Check::below(format!("RSS < {max} MB"), rss, " MB", max));
         }
-        let name = match (&outcome.campaign, &outcome.webhooks, &outcome.batch, &outcome.orders) {
-            (Some(c), ..) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
-            (None, Some(h), ..) => format!("{} of {} events", w.name, thousands(h.deliveries)),
-            (None, None, Some(b), _) => format!("{} of {} products", w.name, thousands(b.products)),
-            (None, None, None, Some(o)) => format!("{}, {} orders", w.name, thousands(o.orders)),
-            (None, None, None, None) => match &outcome.data {
-                Some(d) => d.name(w.name),
-                None => w.name.to_owned(),
-            },
+        let name = match &outcome.facts {
+            Some(Facts::Campaign(c)) => format!("{} of {} contacts", w.name, thousands(c.contacts)),
+            Some(Facts::Webhooks(h)) => format!("{} of {} events", w.name, thousands(h.deliveries)),
+            Some(Facts::Batch(b)) => format!("{} of {} products", w.name, thousands(b.products)),
+            Some(Facts::Orders(o)) => format!("{}, {} orders", w.name, thousands(o.orders)),
+            Some(Facts::Data(d)) => d.name(w.name),
+            None => w.name.to_owned(),
         };
         Self {
             number: w.number,
@@ -253,45 +258,34 @@ impl WorkloadResult {
             gateway_peak_rss_mb: outcome.rss_mb,
             cpu_api_run: outcome.api_cpu,
             cpu_raw_run: outcome.raw_cpu,
-            campaign: outcome.campaign.clone(),
-            webhooks: outcome.webhooks.clone(),
-            batch: outcome.batch.clone(),
-            orders: outcome.orders.clone(),
-            data: outcome.data.clone(),
+            facts: outcome.facts.clone(),
             targets,
         }
     }
 
     /// Whether the workload is one operation per side, timed whole (no latencies to show).
     fn whole(&self) -> bool {
-        self.campaign.is_some() || self.webhooks.is_some()
+        matches!(self.facts, Some(Facts::Campaign(_) | Facts::Webhooks(_)))
     }
 
     fn label(&self) -> String {
-        if self.campaign.is_some() {
-            format!("{}. {} (messages/s)", self.number, self.name)
-        } else if self.webhooks.is_some() {
-            format!("{}. {} (deliveries/s)", self.number, self.name)
-        } else if self.batch.is_some() {
-            format!("{}. {} (rows/s; p50, p99: batch time)", self.number, self.name)
-        } else if self.connections == CONNECTIONS {
-            format!("{}. {}", self.number, self.name)
-        } else {
-            format!("{}. {} ({} connections)", self.number, self.name, self.connections)
+        match &self.facts {
+            Some(Facts::Campaign(_)) => format!("{}. {} (messages/s)", self.number, self.name),
+            Some(Facts::Webhooks(_)) => format!("{}. {} (deliveries/s)", self.number, self.name),
+            Some(Facts::Batch(_)) => format!("{}. {} (rows/s; p50, p99: batch time)", self.number, self.name),
+            _ if self.connections == CONNECTIONS => format!("{}. {}", self.number, self.name),
+            _ => format!("{}. {} ({} connections)", self.number, self.name, self.connections),
         }
     }
 }
 
 /// What a workload's rate counts.
 fn items(outcome: &Outcome) -> &'static str {
-    if outcome.campaign.is_some() {
-        "messages"
-    } else if outcome.webhooks.is_some() {
-        "deliveries"
-    } else if outcome.batch.is_some() {
-        "rows"
-    } else {
-        "requests"
+    match outcome.facts {
+        Some(Facts::Campaign(_)) => "messages",
+        Some(Facts::Webhooks(_)) => "deliveries",
+        Some(Facts::Batch(_)) => "rows",
+        _ => "requests",
     }
 }
 
@@ -376,7 +370,7 @@ impl Report {
             "- Runs: {} s each after a {} s warm-up, {} connections unless noted, load generator on the same machine",
             self.duration_s, self.warmup_s, self.connections
         );
-        if let Some(h) = self.workloads.iter().find_map(|w| w.webhooks.as_ref()) {
+        if let Some(h) = self.workloads.iter().find_map(|w| webhooks(&w.facts)) {
             let _ = writeln!(
                 out,
                 "- Webhooks: gateway with SVC_WEBHOOKS_ALLOW_LOOPBACK=1, SVC_WEBHOOKS_CONCURRENCY={c}, \
@@ -440,7 +434,7 @@ impl Report {
         out.push_str(&table(&header, &rows));
 
         for w in &self.workloads {
-            if let Some(c) = &w.campaign {
+            if let Some(c) = campaign(&w.facts) {
                 let written = c.written_after_s.map_or_else(|| "?".to_owned(), |s| format!("{s:.1} s"));
                 let _ = writeln!(
                     out,
@@ -457,7 +451,7 @@ impl Report {
             }
         }
         for w in &self.workloads {
-            if let Some(h) = &w.webhooks {
+            if let Some(h) = webhooks(&w.facts) {
                 let _ = writeln!(
                     out,
                     "\n{}. is one operation per side, its rates deliveries (POSTs) per second: the API side from one \
@@ -477,14 +471,11 @@ impl Report {
             }
         }
         for w in &self.workloads {
-            if let Some(b) = &w.batch {
-                out.push_str(&b.paragraph(w.number));
-            }
-            if let Some(o) = &w.orders {
-                out.push_str(&o.paragraph(w.number, w.connections));
-            }
-            if let Some(d) = &w.data {
-                out.push_str(&d.paragraph(w.number, w.connections));
+            match &w.facts {
+                Some(Facts::Batch(b)) => out.push_str(&b.paragraph(w.number)),
+                Some(Facts::Orders(o)) => out.push_str(&o.paragraph(w.number, w.connections)),
+                Some(Facts::Data(d)) => out.push_str(&d.paragraph(w.number, w.connections)),
+                _ => {}
             }
         }
         out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
@@ -546,6 +537,28 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn facts_appear_in_the_json_report_under_their_kind() {
+        #[derive(Serialize)]
+        struct Row {
+            number: u8,
+            #[serde(flatten)]
+            facts: Option<Facts>,
+        }
+        let campaign = CampaignFacts {
+            contacts: 10,
+            api_seconds: 1.5,
+            written_after_s: None,
+            final_status: "completed".into(),
+            raw_seconds: 0.5,
+        };
+        let row = serde_json::to_value(Row { number: 7, facts: Some(Facts::Campaign(campaign)) }).expect("json");
+        assert_eq!(row["campaign"]["contacts"], 10);
+        assert_eq!(row["number"], 7);
+        let plain = serde_json::to_value(Row { number: 1, facts: None }).expect("json");
+        assert_eq!(plain, serde_json::json!({"number": 1}));
+    }
 
     #[test]
     fn thousands_are_separated() {

@@ -33,7 +33,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::load::{Measured, OpError};
-use super::report::{Outcome, WebhookFacts};
+use super::report::{Facts, Outcome, WebhookFacts};
 use super::{Gateway, Run, Workload};
 use crate::Result;
 
@@ -250,11 +250,7 @@ impl Run<'_> {
             rss_mb,
             api_cpu,
             raw_cpu,
-            campaign: None,
-            webhooks: Some(facts),
-            batch: None,
-            orders: None,
-            data: None,
+            facts: Some(Facts::Webhooks(facts)),
         })
     }
 
