@@ -528,32 +528,19 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
     let mut outcomes = Vec::new();
     for &workload in workloads {
         let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
-        match workload.work {
-            Work::Campaign => {
-                outcomes.push(run.campaign(workload).await?);
-                continue;
-            }
-            Work::Webhooks => {
-                outcomes.push(run.webhooks(workload).await?);
-                continue;
-            }
-            Work::ProductBatch => {
-                outcomes.push(run.product_batch(workload).await?);
-                continue;
-            }
-            Work::Orders => {
-                outcomes.push(run.orders(workload).await?);
-                continue;
-            }
-            Work::DataPage => {
-                outcomes.extend(run.data_page(workload).await?);
-                continue;
-            }
-            Work::DataCreates => {
-                outcomes.push(run.data_creates(workload).await?);
-                continue;
-            }
-            _ => {}
+        // the workloads that measure themselves
+        let own = match workload.work {
+            Work::Campaign => vec![run.campaign(workload).await?],
+            Work::Webhooks => vec![run.webhooks(workload).await?],
+            Work::ProductBatch => vec![run.product_batch(workload).await?],
+            Work::Orders => vec![run.orders(workload).await?],
+            Work::DataPage => run.data_page(workload).await?,
+            Work::DataCreates => vec![run.data_creates(workload).await?],
+            _ => Vec::new(),
+        };
+        if !own.is_empty() {
+            outcomes.extend(own);
+            continue;
         }
         // A fresh gateway per workload: its pool starts as new as the raw side's connections,
         // with no plans cached by earlier work, and its VmHWM is this workload's peak.

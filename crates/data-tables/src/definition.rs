@@ -195,7 +195,7 @@ pub struct Column {
 }
 
 impl Column {
-    /// Whether empty values are refused.
+    /// The most characters a text value may have (the type's default unless configured).
     pub fn max_length(&self) -> u32 {
         self.config.max_length.unwrap_or(if self.kind == ColumnType::LongText { 8_000 } else { 255 })
     }
@@ -416,6 +416,7 @@ fn check_column(mut column: Column, tables: &[&str], path: &str, errors: &mut Fi
             "An auto_number column is assigned by the service; it cannot be required.",
         );
     }
+    let max_length = column.max_length();
     let config = &mut column.config;
     let mut wrong = |key: &str, message: String| errors.add(format!("{path}.config.{key}"), message);
     // Keys that do not belong to the type are refused, so a typo does not pass silently.
@@ -438,14 +439,13 @@ fn check_column(mut column: Column, tables: &[&str], path: &str, errors: &mut Fi
     }
     match kind {
         Text | LongText => {
-            let max = config.max_length.unwrap_or(if kind == LongText { 8_000 } else { 255 });
-            if !(1..=crate::RECORD_BYTES as u32).contains(&max) {
+            if !(1..=crate::RECORD_BYTES as u32).contains(&max_length) {
                 wrong("max_length", "max_length is between 1 and 8192.".into());
             }
-            if config.min_length.is_some_and(|min| min > max) {
+            if config.min_length.is_some_and(|min| min > max_length) {
                 wrong("min_length", "min_length is at most max_length.".into());
             }
-            config.max_length = Some(max);
+            config.max_length = Some(max_length);
         }
         Number | Currency => {
             if let (Some(min), Some(max)) = (config.min, config.max)

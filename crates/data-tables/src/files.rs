@@ -2,8 +2,8 @@
 //! the platform (the admin CLI here, forms and MCP later) and records name them by id. Reads
 //! return signed, expiring URLs that the gateway serves without a key.
 
-use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Bytea, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::RunQueryDsl;
 use kernel::{Error, Result, TenantId};
 use ring::hmac;
@@ -138,7 +138,7 @@ impl DataService {
     /// The file behind a signed URL: 403 when the signature is wrong or expired.
     pub async fn download(&self, id: &str, expires: &str, signature: &str) -> Result<Download> {
         let refused = || Error::forbidden("This file link is not valid or has expired.");
-        let id = Uuid::parse_str(id).map_err(|_| Error::not_found("File"))?;
+        let id = crate::parse_id(id, "File")?;
         let expires: i64 = expires.parse().map_err(|_| refused())?;
         let signature = hex::decode(signature).map_err(|_| refused())?;
         let mut conn = self.conn().await?;
@@ -151,7 +151,8 @@ impl DataService {
             .bind::<SqlUuid, _>(id)
             .get_result(&mut conn)
             .await
-            .map_err(|_| Error::not_found("File"))?;
+            .optional()?
+            .ok_or_else(|| Error::not_found("File"))?;
         Ok(Download { name: file.name, mime_type: file.mime_type, content: file.content })
     }
 }

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::RunQueryDsl;
 use kernel::{Caller, Clock, Error, Permission, Result, TenantId};
 use serde_json::Value;
@@ -140,8 +140,7 @@ pub(crate) async fn load(conn: &mut store::Conn, tenant: TenantId, key: TableKey
                 .await
         }
     }
-    .map(Some)
-    .or_else(|e| if matches!(e, diesel::result::Error::NotFound) { Ok(None) } else { Err(e) })?;
+    .optional()?;
     Table::from_row(row.ok_or_else(|| Error::not_found("Table"))?)
 }
 

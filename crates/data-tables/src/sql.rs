@@ -25,7 +25,7 @@ pub enum Bind {
 /// Query text and its binds, in order.
 #[derive(Debug, Default, Clone)]
 pub struct Sql {
-    pub text: String,
+    text: String,
     binds: Vec<Bind>,
 }
 
@@ -53,6 +53,18 @@ impl Sql {
         };
         self.binds.push(bind);
         format!("${}::{cast}", self.binds.len())
+    }
+
+    /// `SELECT <columns>` before this text (a `FROM ... WHERE ...`), with the same binds.
+    pub fn select(&self, columns: &str) -> Self {
+        Self { text: format!("SELECT {columns} {}", self.text), binds: self.binds.clone() }
+    }
+
+    /// Ends the query with its order and a bound limit.
+    pub fn order_limit(mut self, order: &str, limit: i64) -> Self {
+        let limit = self.bind(Bind::Int(limit));
+        self.push(&format!(" ORDER BY {order} LIMIT {limit}"));
+        self
     }
 
     /// The query, ready to load rows of any `QueryableByName` type.

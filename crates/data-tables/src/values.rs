@@ -170,9 +170,7 @@ fn email(value: &Value) -> Result<Option<Value>, String> {
     if raw.is_empty() {
         return Ok(None);
     }
-    kernel::phone::normalize_email(raw)
-        .map(|e| Some(Value::String(e)))
-        .ok_or_else(|| "must be an email address.".into())
+    kernel::email::normalize(raw).map(|e| Some(Value::String(e))).ok_or_else(|| "must be an email address.".into())
 }
 
 fn option<'a>(column: &'a Column, value: &Value) -> Result<&'a String, String> {

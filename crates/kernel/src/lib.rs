@@ -4,6 +4,7 @@
 
 pub mod caller;
 pub mod clock;
+pub mod email;
 pub mod error;
 pub mod ids;
 pub mod money;

@@ -20,19 +20,6 @@ pub fn is_region(code: &str) -> bool {
     code.len() == 2 && code.parse::<phonenumber::country::Id>().is_ok()
 }
 
-/// An email as it is stored and matched: trimmed, lower case; `None` unless it looks like one.
-pub fn normalize_email(raw: &str) -> Option<String> {
-    let email = raw.trim().to_lowercase();
-    let (local, domain) = email.split_once('@')?;
-    let plausible = !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && email.len() <= 254
-        && !email.chars().any(char::is_whitespace);
-    plausible.then_some(email)
-}
-
 /// A contact's number as the contract's Contact fields show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContactPhone {

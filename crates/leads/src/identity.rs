@@ -28,7 +28,7 @@ fn valid(full: &str) -> bool {
         && phonenumber::parse(None, format!("+{full}")).is_ok_and(|number| phonenumber::is_valid(&number))
 }
 
-pub use kernel::phone::normalize_email;
+pub use kernel::email::normalize as normalize_email;
 
 #[cfg(test)]
 mod tests {

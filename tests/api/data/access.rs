@@ -392,6 +392,31 @@ async fn a_deactivated_issuers_key_is_refused() {
 }
 
 #[actix_web::test]
+async fn a_key_whose_issuer_was_removed_is_refused() {
+    // contract: data endpoints refuse a key whose issuer is unknown (the user row gone; the
+    // key keeps no issuer and no permission).
+    let app = spawn().await;
+    let crm = crm_with(&app, EDITOR).await;
+    let record = record_id(&create(&app, &crm.account.key, crm.customers, json!({"name": "Asha"})).await);
+    {
+        use diesel::sql_types::BigInt;
+        use diesel_async::RunQueryDsl;
+        let mut conn = app.conn().await;
+        diesel::sql_query("DELETE FROM users WHERE id = $1")
+            .bind::<BigInt, _>(crm.account.user.0)
+            .execute(&mut conn)
+            .await
+            .expect("user removed");
+    }
+    let mut paths = vec![("GET", TABLES.to_owned(), None)];
+    paths.extend(routes(crm.customers, &record, json!({"name": "Baraka"})));
+    for (method, path, body) in paths {
+        let res = app.request(method, &path, Some(crm.account.key.as_str()), body).await;
+        assert_data_error(&res, 403, "permission_denied");
+    }
+}
+
+#[actix_web::test]
 async fn another_tenants_tables_and_records_are_not_found_on_every_route() {
     // Beta has the same CRM (same slugs): Acme's table ids, and Acme's record ids under
     // Beta's own tables, answer 404 on every route; Acme's records are untouched.

@@ -182,9 +182,7 @@ impl DataService {
         };
         let count = match query.with_count.as_deref().map(str::trim) {
             Some("1") | Some("true") => {
-                let mut counting = base.clone();
-                counting.text = format!("SELECT count(*) AS n {}", counting.text);
-                Some(counting.query().get_result::<Count>(&mut conn).await?.n)
+                Some(base.select("count(*) AS n").query().get_result::<Count>(&mut conn).await?.n)
             }
             _ => None,
         };
@@ -203,69 +201,45 @@ impl DataService {
         limit: i64,
     ) -> Result<(Vec<Row>, bool)> {
         let (cmp, dir) = if descending { ("<", "DESC") } else { (">", "ASC") };
-        let select = |extra: &dyn Fn(&mut Sql), order: String, take: i64| {
-            let mut sql = base.clone();
-            sql.text = format!("SELECT {ROW_COLUMNS} {}", sql.text);
-            extra(&mut sql);
-            let take = sql.bind(Bind::Int(take));
-            sql.push(&format!(" ORDER BY {order} LIMIT {take}"));
-            sql
-        };
         let mut rows: Vec<Row> = match sort {
             Sort::System(system) => {
                 let column = system.sql();
-                let sql = select(
-                    &|sql: &mut Sql| {
-                        if let Some(cursor) = cursor
-                            && let Some(at) = cursor.v.as_str().and_then(parse_time)
-                        {
-                            let at = sql.bind(Bind::Time(at));
-                            let id = sql.bind(Bind::Uuid(cursor.i));
-                            sql.push(&format!(" AND ({column}, id) {cmp} ({at}, {id})"));
-                        }
-                    },
-                    format!("{column} {dir}, id {dir}"),
-                    limit + 1,
-                );
-                sql.query().get_results(conn).await?
+                let mut sql = base.select(ROW_COLUMNS);
+                if let Some(cursor) = cursor
+                    && let Some(at) = cursor.v.as_str().and_then(parse_time)
+                {
+                    let at = sql.bind(Bind::Time(at));
+                    let id = sql.bind(Bind::Uuid(cursor.i));
+                    sql.push(&format!(" AND ({column}, id) {cmp} ({at}, {id})"));
+                }
+                sql.order_limit(&format!("{column} {dir}, id {dir}"), limit + 1).query().get_results(conn).await?
             }
             Sort::Column(column) => {
                 let value = sql::value_of(&column.key);
                 // values first, in an order the column's index serves in both directions...
-                let mut rows: Vec<Row> = if cursor.is_some_and(|c| c.p == 1) {
-                    Vec::new()
-                } else {
+                let mut rows: Vec<Row> = Vec::new();
+                if cursor.is_none_or(|c| c.p == 0) {
+                    let mut sql = base.select(ROW_COLUMNS);
+                    sql.push(&format!(" AND {value} IS NOT NULL"));
+                    if let Some(cursor) = cursor {
+                        let v = sql.bind(Bind::Json(cursor.v.clone()));
+                        let id = sql.bind(Bind::Uuid(cursor.i));
+                        sql.push(&format!(" AND ({value}, id) {cmp} ({v}, {id})"));
+                    }
                     let nulls = if descending { "NULLS FIRST" } else { "NULLS LAST" };
-                    let sql = select(
-                        &|sql: &mut Sql| {
-                            sql.push(&format!(" AND {value} IS NOT NULL"));
-                            if let Some(cursor) = cursor {
-                                let v = sql.bind(Bind::Json(cursor.v.clone()));
-                                let id = sql.bind(Bind::Uuid(cursor.i));
-                                sql.push(&format!(" AND ({value}, id) {cmp} ({v}, {id})"));
-                            }
-                        },
-                        format!("{value} {dir} {nulls}, id {dir}"),
-                        limit + 1,
-                    );
-                    sql.query().get_results(conn).await?
-                };
+                    let order = format!("{value} {dir} {nulls}, id {dir}");
+                    rows = sql.order_limit(&order, limit + 1).query().get_results(conn).await?;
+                }
                 // ...then the empty ones, whichever the direction
                 let room = limit + 1 - rows.len() as i64;
                 if room > 0 {
-                    let after = cursor.filter(|c| c.p == 1).map(|c| c.i);
-                    let sql = select(
-                        &|sql: &mut Sql| {
-                            sql.push(&format!(" AND {value} IS NULL"));
-                            if let Some(after) = after {
-                                let id = sql.bind(Bind::Uuid(after));
-                                sql.push(&format!(" AND id {cmp} {id}"));
-                            }
-                        },
-                        format!("id {dir}"),
-                        room,
-                    );
-                    rows.extend(sql.query().get_results::<Row>(conn).await?);
+                    let mut sql = base.select(ROW_COLUMNS);
+                    sql.push(&format!(" AND {value} IS NULL"));
+                    if let Some(cursor) = cursor.filter(|c| c.p == 1) {
+                        let id = sql.bind(Bind::Uuid(cursor.i));
+                        sql.push(&format!(" AND id {cmp} {id}"));
+                    }
+                    rows.extend(sql.order_limit(&format!("id {dir}"), room).query().get_results::<Row>(conn).await?);
                 }
                 rows
             }

@@ -6,8 +6,8 @@ pub mod write;
 
 use std::collections::HashMap;
 
-use diesel::QueryableByName;
 use diesel::sql_types::{Array, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::RunQueryDsl;
 use kernel::{Caller, Result};
 use serde::Serialize;
@@ -159,10 +159,8 @@ impl DataService {
         .bind::<SqlUuid, _>(view.table.id())
         .get_result(conn)
         .await
-        .map_err(|e| match e {
-            diesel::result::Error::NotFound => kernel::Error::not_found("Record"),
-            other => other.into(),
-        })
+        .optional()?
+        .ok_or_else(|| kernel::Error::not_found("Record"))
     }
 
     /// `GET .../records/{record}`.
