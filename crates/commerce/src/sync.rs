@@ -10,6 +10,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -26,8 +27,6 @@ pub const MAX_PRODUCTS: usize = 5_000;
 pub const MAX_PROBLEMS: usize = 200;
 /// A row naming a product an earlier row of the batch already named.
 const DUPLICATE: &str = "duplicate sku in this batch: the earlier row for this product was used";
-/// How long an `Idempotency-Key` names its run.
-const KEY_WINDOW: time::Duration = time::Duration::hours(24);
 
 /// One row that did not land where it should (contract: Sync report).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
@@ -191,79 +190,23 @@ impl CommerceService {
         &self,
         caller: &Caller,
         catalogue: i64,
-        key: Option<&str>,
+        key: Option<Key>,
         body: Value,
-    ) -> Result<Report, Error> {
+    ) -> Result<Answer<Report>, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let now = self.clock.now();
-        // contract: a repeated key returns the owning run, whatever the body
-        if let Some(key) = key
-            && let Some(owner) = owner_of(&mut conn, shop.id, key, now).await?
-        {
-            return Ok(owner);
-        }
-        let body = object(&body)?;
-        let mode = match body.get("mode") {
-            None | Some(Value::Null) => "upsert",
-            Some(Value::String(m)) if m == "upsert" => "upsert",
-            Some(Value::String(m)) if m == "replace" => "replace",
-            Some(_) => return Err(Error::field("mode", "The mode must be upsert or replace.")),
-        };
-        let products = match body.get("products") {
-            Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_PRODUCTS => rows,
-            Some(Value::Array(_)) => {
-                return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
-            }
-            _ => return Err(Error::field("products", "The products field is required and must be a list.")),
-        };
-        let accepted = conn
-            .transaction::<_, Error, _>(async |conn| {
-                if let Some(key) = key {
-                    // a key older than the window is free again
-                    diesel::update(
-                        s::table.filter(
-                            s::catalogue_id
-                                .eq(shop.id)
-                                .and(s::idempotency_key.eq(key))
-                                .and(s::created_at.le(now - KEY_WINDOW)),
-                        ),
-                    )
-                    .set(s::idempotency_key.eq(None::<String>))
-                    .execute(conn)
-                    .await?;
-                }
-                let row: Option<Row> = diesel::insert_into(s::table)
-                    .values((
-                        s::tenant_id.eq(shop.tenant_id),
-                        s::catalogue_id.eq(shop.id),
-                        s::mode.eq(mode),
-                        s::status.eq("queued"),
-                        s::idempotency_key.eq(key),
-                        s::payload.eq(Value::Array(products.clone())),
-                        s::received.eq(products.len() as i32),
-                        s::created_at.eq(now),
-                    ))
-                    .on_conflict_do_nothing()
-                    .returning(Row::as_returning())
-                    .get_result(conn)
-                    .await
-                    .optional()?;
-                if let Some(row) = &row {
-                    let options = Enqueue { tenant_id: Some(TenantId(shop.tenant_id)), ..Enqueue::default() };
-                    store::jobs::enqueue(conn, &RunSync { sync_id: row.id }, options).await?;
-                }
-                Ok(row)
-            })
-            .await?;
-        match (accepted, key) {
-            (Some(row), _) => Ok(Report::of(row, true)),
-            // the same key won a race a moment ago
-            (None, Some(key)) => {
-                owner_of(&mut conn, shop.id, key, now).await?.ok_or_else(|| Error::internal("sync key"))
-            }
-            (None, None) => Err(Error::internal("sync insert")),
-        }
+        // contract: a repeated key returns the owning run, whatever the body (so nothing of the
+        // body has to match), as it is now
+        let request =
+            key.map(|key| Request::new(caller, &format!("commerce.batch:{}", shop.id), key, &())).transpose()?;
+        let answer =
+            idempotency::once(&mut conn, now, request, async |conn| accept(conn, &shop, &body, now).await).await?;
+        let Answer::Replay(first) = answer else { return Ok(answer) };
+        let id = first["id"].as_i64().ok_or_else(|| Error::internal("a stored sync report without its id"))?;
+        let row: Row = s::table.filter(s::id.eq(id)).select(Row::as_select()).first(&mut conn).await?;
+        let owner = Report { replayed: true, ..Report::of(row, true) };
+        Ok(Answer::Replay(serde_json::to_value(owner).map_err(Error::internal)?))
     }
 
     pub async fn get_sync(&self, caller: &Caller, catalogue: i64, sync: i64) -> Result<Report, Error> {
@@ -368,22 +311,49 @@ impl CommerceService {
     }
 }
 
+/// Checks a batch and queues its run.
+async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Value, now: OffsetDateTime) -> Result<Report, Error> {
+    let body = object(body)?;
+    let mode = match body.get("mode") {
+        None | Some(Value::Null) => "upsert",
+        Some(Value::String(m)) if m == "upsert" => "upsert",
+        Some(Value::String(m)) if m == "replace" => "replace",
+        Some(_) => return Err(Error::field("mode", "The mode must be upsert or replace.")),
+    };
+    let products = match body.get("products") {
+        Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_PRODUCTS => rows,
+        Some(Value::Array(_)) => {
+            return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
+        }
+        _ => return Err(Error::field("products", "The products field is required and must be a list.")),
+    };
+    conn.transaction::<_, Error, _>(async |conn| {
+        let row: Row = diesel::insert_into(s::table)
+            .values((
+                s::tenant_id.eq(shop.tenant_id),
+                s::catalogue_id.eq(shop.id),
+                s::mode.eq(mode),
+                s::status.eq("queued"),
+                s::payload.eq(Value::Array(products.clone())),
+                s::received.eq(products.len() as i32),
+                s::created_at.eq(now),
+            ))
+            .returning(Row::as_returning())
+            .get_result(conn)
+            .await?;
+        let options = Enqueue { tenant_id: Some(TenantId(shop.tenant_id)), ..Enqueue::default() };
+        store::jobs::enqueue(conn, &RunSync { sync_id: row.id }, options).await?;
+        Ok(Report::of(row, true))
+    })
+    .await
+}
+
 /// `sync.completed`: the report without its problems (contract: Payload shapes).
 async fn completed(conn: &mut store::Conn, shop: &Shop, row: Row) -> Result<(), Error> {
     let at = row.finished_at.unwrap_or(row.created_at);
     let payload = crate::events::sync_completed(&Report::of(row, false));
     store::outbox::emit(conn, TenantId(shop.tenant_id), "sync.completed", payload, at).await?;
     Ok(())
-}
-
-async fn owner_of(conn: &mut store::Conn, shop: i64, key: &str, now: OffsetDateTime) -> Result<Option<Report>, Error> {
-    let row: Option<Row> = s::table
-        .filter(s::catalogue_id.eq(shop).and(s::idempotency_key.eq(key)).and(s::created_at.gt(now - KEY_WINDOW)))
-        .select(Row::as_select())
-        .first(conn)
-        .await
-        .optional()?;
-    Ok(row.map(|row| Report { replayed: true, ..Report::of(row, true) }))
 }
 
 /// What a run did.

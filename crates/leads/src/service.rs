@@ -21,13 +21,6 @@ impl LeadService {
         store::connect(&self.pool).await
     }
 
-    /// Refuses what `upsert` would refuse before looking at the body: the module switched off,
-    /// a missing `leads.edit`. The gateway asks before replaying an idempotent answer.
-    pub async fn authorize_upsert(&self, caller: &Caller) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
-        self.access(&mut conn, caller, Permission::LEADS_EDIT).await.map(|_| ())
-    }
-
     /// The module is on and the caller holds `permission`; answers who acts.
     pub(crate) async fn access(
         &self,

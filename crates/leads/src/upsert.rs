@@ -10,6 +10,7 @@ use kernel::error::FieldErrors;
 use kernel::{Caller, Error, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use store::idempotency::{self, Answer, Key, Request};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
@@ -75,6 +76,11 @@ pub struct Upserted {
     pub refused: Vec<String>,
     /// Another lead one of the identities sent belongs to.
     pub possible_duplicate_of: Option<Uuid>,
+}
+
+/// contract: an upsert matching a lead outside the issuer's visibility answers 409.
+fn hidden() -> Error {
+    Error::conflict("A lead for this person exists but is not visible to this key's issuer.")
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> Error {
@@ -315,15 +321,42 @@ fn change(changes: &mut Map<String, Value>, field: &str, from: Value, to: Value)
 }
 
 impl LeadService {
-    /// The upsert, with its `Idempotency-Key` handled by the caller of this (the gateway).
-    pub async fn upsert(&self, caller: &Caller, body: Value) -> Result<Upserted, Error> {
+    /// The upsert. With an `Idempotency-Key` a repeat by the same issuer answers the first
+    /// answer, once the caller may upsert now and still sees the lead.
+    pub async fn upsert(&self, caller: &Caller, body: Value, key: Option<Key>) -> Result<Answer<Upserted>, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
+        let request = key.map(|key| Request::new(caller, "leads.upsert", key, &body)).transpose()?;
+        let answer = idempotency::once(&mut conn, self.clock.now(), request, async |conn| {
+            self.upsert_on(conn, caller, &actor, body).await
+        })
+        .await?;
+        if let Answer::Replay(first) = &answer {
+            // contract: an upsert matching a lead the issuer may not see answers 409
+            let lead = first["lead"]["id"].as_str().and_then(|id| Uuid::parse_str(id).ok());
+            let row = match lead {
+                Some(id) => lead::row(&mut conn, caller.tenant_id, id).await.ok(),
+                None => None,
+            };
+            if !row.is_some_and(|row| actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id)) {
+                return Err(hidden());
+            }
+        }
+        Ok(answer)
+    }
+
+    async fn upsert_on(
+        &self,
+        conn: &mut store::Conn,
+        caller: &Caller,
+        actor: &Actor,
+        body: Value,
+    ) -> Result<Upserted, Error> {
         let Value::Object(body) = body else {
             return Err(invalid("body", "The body must be a JSON object."));
         };
-        let tenant = accounts::tenants::get(&mut conn, caller.tenant_id).await?;
-        let wanted = read(&mut conn, caller.tenant_id, &tenant.default_country_code, body).await?;
+        let tenant = accounts::tenants::get(conn, caller.tenant_id).await?;
+        let wanted = read(conn, caller.tenant_id, &tenant.default_country_code, body).await?;
         let mut identities = Vec::new();
         if let Some(phone) = &wanted.phone {
             identities.push(("phone", phone.trim_start_matches('+').to_owned()));
@@ -344,7 +377,7 @@ impl LeadService {
             raced.store(false, std::sync::atomic::Ordering::Relaxed);
             let result = conn
                 .transaction::<_, Error, _>(async |conn| {
-                    self.upsert_in(conn, &actor, &tenant, &identities, &wanted, &raced).await
+                    self.upsert_in(conn, actor, &tenant, &identities, &wanted, &raced).await
                 })
                 .await;
             if !std::sync::atomic::AtomicBool::load(&raced, std::sync::atomic::Ordering::Relaxed) {
@@ -389,9 +422,7 @@ impl LeadService {
                 let row: Row =
                     leads::table.filter(leads::id.eq(id)).select(Row::as_select()).for_update().first(conn).await?;
                 if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
-                    return Err(Error::conflict(
-                        "A lead for this person exists but is not visible to this key's issuer.",
-                    ));
+                    return Err(hidden());
                 }
                 Some(row)
             }

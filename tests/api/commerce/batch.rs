@@ -435,6 +435,7 @@ async fn a_repeated_idempotency_key_answers_the_owning_run_replayed_whatever_the
     )
     .await;
     assert_status(&again, 202);
+    assert_eq!(again.header("x-idempotent-replay"), Some("1"));
     assert_eq!((id_of(again.data()), &again.data()["replayed"]), (id, &json!(true)));
     assert_eq!((&again.data()["mode"], &again.data()["received"]), (&json!("upsert"), &json!(2)), "the first run's");
 
@@ -456,6 +457,12 @@ async fn a_repeated_idempotency_key_answers_the_owning_run_replayed_whatever_the
     assert_status(&elsewhere, 202);
     assert_ne!(id_of(elsewhere.data()), id, "keys are per shop");
     assert_eq!(elsewhere.data()["replayed"], false);
+
+    // a caller who may not write the shop is refused before any replay
+    let viewer = app.user(acme.tenant, VIEWER).await;
+    let viewer = app.key(acme.tenant, viewer).await;
+    let refused = batch_with_key(&app, &viewer, shop, "sync-1", json!({"products": rows(2)})).await;
+    assert_error(&refused, 403);
 }
 
 /// A shop of the given name, its id.

@@ -265,6 +265,65 @@ async fn the_same_idempotency_key_with_another_body_is_refused() {
 }
 
 #[actix_web::test]
+async fn a_replay_is_refused_to_a_caller_who_may_not_order() {
+    // Proves the caller is authorized before a stored answer is replayed: a key without
+    // `communications.catalogue.manage` that repeats another caller's `Idempotency-Key` gets
+    // 403, not the order; another tenant's shop is 404 with the same key and body.
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let shop = tzs_shop(&app, &acme.key).await;
+    let body = json!({"customer_handle": "255712345678", "lines": [{"sku": "A", "quantity": 1}]});
+    let first = intake_keyed(&app, &acme.key, shop, "cart-7", body.clone()).await;
+    assert_status(&first, 201);
+
+    let viewer = app.user(acme.tenant, VIEWER).await;
+    let viewer = app.key(acme.tenant, viewer).await;
+    let replay = intake_keyed(&app, &viewer, shop, "cart-7", body.clone()).await;
+    assert_error(&replay, 403);
+    assert_eq!(replay.header("x-idempotent-replay"), None);
+    assert!(replay.body.get("data").is_none(), "no order in a refusal: {}", replay.body);
+
+    let other = app.account(MANAGER).await;
+    let theirs = intake_keyed(&app, &other.key, shop, "cart-7", body).await;
+    assert_error(&theirs, 404);
+}
+
+#[actix_web::test]
+async fn keys_are_scoped_by_issuer_and_a_replay_is_marked() {
+    // Proves the key belongs to its issuer: the same key and body from another manager of the
+    // same tenant makes a second order; the first issuer's repeat carries the replay header.
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let shop = tzs_shop(&app, &acme.key).await;
+    let body = json!({"lines": [{"sku": "A", "quantity": 1}]});
+    let first = intake_keyed(&app, &acme.key, shop, "same", body.clone()).await;
+    assert_status(&first, 201);
+    assert_eq!(first.header("x-idempotent-replay"), None);
+    let again = intake_keyed(&app, &acme.key, shop, "same", body.clone()).await;
+    assert_eq!(again.header("x-idempotent-replay"), Some("1"));
+    assert_eq!(again.data(), first.data());
+
+    let colleague = app.user(acme.tenant, MANAGER).await;
+    let colleague = app.key(acme.tenant, colleague).await;
+    let theirs = intake_keyed(&app, &colleague, shop, "same", body).await;
+    assert_status(&theirs, 201);
+    assert_eq!(theirs.header("x-idempotent-replay"), None);
+    assert_ne!(theirs.data()["id"], first.data()["id"]);
+    assert_eq!(list(&app, &acme.key, "").await["pagination"]["total"], 2);
+}
+
+#[actix_web::test]
+async fn an_overlong_idempotency_key_is_refused() {
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let shop = tzs_shop(&app, &acme.key).await;
+    let long = "k".repeat(256);
+    let res = intake_keyed(&app, &acme.key, shop, &long, json!({"lines": [{"sku": "A", "quantity": 1}]})).await;
+    assert_error(&res, 422);
+    assert_eq!(list(&app, &acme.key, "").await["pagination"]["total"], 0, "nothing made");
+}
+
+#[actix_web::test]
 async fn the_order_list_filters_and_puts_the_newest_change_first() {
     // Proves `status`, `platform`, `catalogue_id`, `updated_since` (alone and combined) and the
     // order by last change: a status change moves the oldest order to the top.

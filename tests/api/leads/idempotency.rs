@@ -159,3 +159,27 @@ async fn a_replay_never_shows_a_lead_outside_the_issuer_s_visibility() {
     let theirs = upsert_with_key(&app, &restricted, "k5", body).await;
     assert_error(&theirs, 409);
 }
+
+#[actix_web::test]
+async fn a_replay_is_refused_once_the_lead_is_out_of_the_issuer_s_sight() {
+    // Proves visibility is checked before a replay: an editor's answer (a match of the boss's
+    // unassigned lead) is not replayed after the lead went to a colleague; the repeat answers
+    // what a fresh upsert matching a hidden lead answers (409), and shows no lead.
+    let app = spawn().await;
+    let boss = app.account(MANAGER).await;
+    let editor = app.user(boss.tenant, EDITOR).await;
+    let editor_key = app.key(boss.tenant, editor).await;
+    let colleague = app.user(boss.tenant, EDITOR).await;
+    let created = upsert_with_key(&app, &boss.key, "boss", json!({"phone": "0712345678", "name": "Amina"})).await;
+    assert_status(&created, 201);
+    let body = json!({"phone": "+255712345678", "company": "Duka"});
+    let matched = upsert_with_key(&app, &editor_key, "k6", body.clone()).await;
+    assert_status(&matched, 200);
+    assert_eq!(upsert_with_key(&app, &editor_key, "k6", body.clone()).await.header("x-idempotent-replay"), Some("1"));
+    assign(&app, &id_of(&created.data()["lead"]), colleague).await;
+
+    let replay = upsert_with_key(&app, &editor_key, "k6", body).await;
+    assert_error(&replay, 409);
+    assert_eq!(replay.header("x-idempotent-replay"), None);
+    assert!(replay.body.get("data").is_none(), "{}", replay.body);
+}

@@ -1,65 +1,33 @@
-//! `Idempotency-Key` on creating routes (contract: Leads; docs/api.md, Idempotency keys): the
-//! first request with a key does the work and its answer is kept; a repeat within 24 hours gets
-//! that answer again with `X-Idempotent-Replay: 1`.
-
-use std::future::Future;
+//! `Idempotency-Key` on creating routes (docs/api.md, Idempotency keys). The services own the
+//! mechanism (`store::idempotency`); the gateway reads the header and marks a replay with
+//! `X-Idempotent-Replay: 1`.
 
 use actix_web::http::StatusCode;
+use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
-use kernel::TenantId;
-use serde_json::{Value, json};
-use store::idempotency::{self, Idempotency};
+use serde::Serialize;
+use store::idempotency::{Answer, Key};
 
-use crate::AppState;
 use crate::http::ApiError;
+use crate::http::envelope::with_status;
 
-/// The request's `Idempotency-Key`, trimmed; blank is none.
-pub fn key_of(request: &HttpRequest) -> Option<String> {
-    request
-        .headers()
-        .get("Idempotency-Key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(str::to_owned)
+/// The request's `Idempotency-Key`: blank is none, one that is not a short text is 422.
+pub fn key_of(request: &HttpRequest) -> Result<Option<Key>, ApiError> {
+    let Some(value) = request.headers().get("Idempotency-Key") else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| kernel::Error::field("Idempotency-Key", "The key must be at most 255 characters of text."))?;
+    Ok(Key::parse(text)?)
 }
 
-/// Runs `work` (which answers a status and the `data` of the success envelope) once per key of
-/// `scope`; without a key it just runs. A refused request does not keep the key, so it may be
-/// sent again corrected.
-pub async fn once<F, Fut>(
-    state: &AppState,
-    tenant: TenantId,
-    scope: &str,
-    key: Option<String>,
-    body: &Value,
-    work: F,
-) -> Result<HttpResponse, ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<(StatusCode, Value), kernel::Error>>,
-{
-    let Some(key) = key else {
-        let (status, data) = work().await?;
-        return Ok(HttpResponse::build(status).json(json!({ "status": "success", "data": data })));
-    };
-    let fingerprint = idempotency::fingerprint(&[serde_json::to_vec(body).unwrap_or_default().as_slice()]);
-    let mut conn = store::connect(&state.pool).await?;
-    match idempotency::begin(&mut conn, tenant, scope, &key, &fingerprint, state.clock.now()).await? {
-        Idempotency::Replay { status, body } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            Ok(HttpResponse::build(status).insert_header(("X-Idempotent-Replay", "1")).json(body))
-        }
-        Idempotency::Started => match work().await {
-            Ok((status, data)) => {
-                let envelope = json!({ "status": "success", "data": data });
-                idempotency::complete(&mut conn, tenant, scope, &key, status.as_u16(), &envelope).await?;
-                Ok(HttpResponse::build(status).json(envelope))
-            }
-            Err(error) => {
-                idempotency::abandon(&mut conn, tenant, scope, &key).await?;
-                Err(error.into())
-            }
-        },
+/// A service's answer in the success envelope at `status`; a replay says so in its header.
+pub fn answer<T: Serialize>(status: StatusCode, answer: Answer<T>) -> HttpResponse {
+    let replay = answer.is_replay();
+    let mut response = with_status(status, answer);
+    if replay {
+        response.headers_mut().insert(HeaderName::from_static("x-idempotent-replay"), HeaderValue::from_static("1"));
     }
+    response
 }

@@ -239,9 +239,9 @@ pub async fn batch(
     path: web::Path<String>,
     body: Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = idempotency::key_of(&request);
-    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key.as_deref(), body.0).await?;
-    Ok(with_status(StatusCode::ACCEPTED, report))
+    let key = idempotency::key_of(&request)?;
+    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0).await?;
+    Ok(idempotency::answer(StatusCode::ACCEPTED, report))
 }
 
 /// Past sync runs, newest first, without their problems.

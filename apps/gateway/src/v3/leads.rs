@@ -11,12 +11,11 @@ use leads::read::parse_id;
 use leads::stage::StageChange;
 use leads::{Lead, UpsertLead, Upserted};
 use serde_json::Value;
+use store::idempotency::Answer;
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, created, idempotency, ok};
-
-const UPSERT_SCOPE: &str = "leads.upsert";
 
 /// Create or update the lead of a person found by phone (any common form) or email.
 #[utoipa::path(post, path = "/api/v3/leads", tag = "Leads", request_body = UpsertLead,
@@ -32,22 +31,13 @@ pub async fn upsert(
     request: HttpRequest,
     body: Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = idempotency::key_of(&request);
-    if key.is_some() {
-        // A replay answers only who could make the request now, and only for the same issuer
-        // (an answer shows a lead the issuer may see).
-        state.leads.authorize_upsert(&auth.0).await?;
-    }
-    let scope = match &auth.0.issuer {
-        kernel::Issuer::User { id, .. } => format!("{UPSERT_SCOPE}:{id}"),
-        _ => UPSERT_SCOPE.to_owned(),
+    let key = idempotency::key_of(&request)?;
+    let answer = state.leads.upsert(&auth.0, body.0, key).await?;
+    let created = match &answer {
+        Answer::Done(upserted) => upserted.created,
+        Answer::Replay(first) => first["created"] == true,
     };
-    idempotency::once(&state, auth.0.tenant_id, &scope, key, &body.0, async || {
-        let upserted = state.leads.upsert(&auth.0, body.0.clone()).await?;
-        let status = if upserted.created { StatusCode::CREATED } else { StatusCode::OK };
-        Ok((status, serde_json::to_value(upserted).map_err(kernel::Error::internal)?))
-    })
-    .await
+    Ok(idempotency::answer(if created { StatusCode::CREATED } else { StatusCode::OK }, answer))
 }
 
 /// One lead, with the person's identities and a possible duplicate.

@@ -28,13 +28,9 @@ pub async fn create(
     path: web::Path<String>,
     body: Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = parse_id(&path, "Catalogue")?;
-    let scope = format!("commerce.orders:{shop}");
-    idempotency::once(&state, auth.0.tenant_id, &scope, idempotency::key_of(&request), &body.0, async || {
-        let order = state.commerce.create_order(&auth.0, shop, body.0.clone()).await?;
-        Ok((StatusCode::CREATED, serde_json::to_value(order).map_err(kernel::Error::internal)?))
-    })
-    .await
+    let key = idempotency::key_of(&request)?;
+    let order = state.commerce.create_order(&auth.0, parse_id(&path, "Catalogue")?, body.0, key).await?;
+    Ok(idempotency::answer(StatusCode::CREATED, order))
 }
 
 /// The tenant's orders, newest change first (25 a page).

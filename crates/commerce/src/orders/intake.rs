@@ -9,6 +9,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Permission, TenantId};
 use serde::Deserialize;
 use serde_json::Value;
+use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::Enqueue;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -57,26 +58,43 @@ struct Priced {
 type PricedRow = (i64, String, String, i64, Option<i64>, String, Option<i32>, i32);
 
 impl CommerceService {
-    /// `POST /catalogues/{catalogue}/orders`: a manual or storefront order.
-    pub async fn create_order(&self, caller: &Caller, catalogue: i64, body: Value) -> Result<Order, Error> {
+    /// `POST /catalogues/{catalogue}/orders`: a manual or storefront order. With an
+    /// `Idempotency-Key` a repeat answers the first order, once the caller may order here.
+    pub async fn create_order(
+        &self,
+        caller: &Caller,
+        catalogue: i64,
+        body: Value,
+        key: Option<Key>,
+    ) -> Result<Answer<Order>, Error> {
         caller.require(Permission::CATALOGUE_MANAGE)?;
         let order = parse(&body)?;
-        self.intake(caller.tenant_id, catalogue, order).await
+        let mut conn = self.conn().await?;
+        // the caller is authorized, and the shop theirs, before any stored answer is shown
+        let shop = shop_of(&mut conn, caller.tenant_id, catalogue).await?;
+        let request =
+            key.map(|key| Request::new(caller, &format!("commerce.orders:{catalogue}"), key, &body)).transpose()?;
+        let now = self.clock.now();
+        idempotency::once(&mut conn, now, request, async |conn| take(conn, &shop, &order, now).await).await
     }
 
     /// Takes an order from any platform: prices and freezes the lines, holds stock, emits
     /// `order.received`, and schedules the hold's expiry.
     pub async fn intake(&self, tenant: TenantId, catalogue: i64, order: NewOrder) -> Result<Order, Error> {
         let mut conn = self.conn().await?;
-        let now = self.clock.now();
-        conn.transaction::<_, Error, _>(async |conn| {
-            let shop = shop_of(conn, tenant, catalogue).await?;
-            let created = create(conn, &shop, &order, now).await?;
-            crate::events::order_event(conn, tenant, &created, "order.received", None, now).await?;
-            Ok(created)
-        })
-        .await
+        let shop = shop_of(&mut conn, tenant, catalogue).await?;
+        take(&mut conn, &shop, &order, self.clock.now()).await
     }
+}
+
+/// The intake's one transaction.
+async fn take(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {
+    conn.transaction::<_, Error, _>(async |conn| {
+        let created = create(conn, shop, order, now).await?;
+        crate::events::order_event(conn, TenantId(shop.tenant_id), &created, "order.received", None, now).await?;
+        Ok(created)
+    })
+    .await
 }
 
 async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {

@@ -216,3 +216,147 @@ async fn a_concurrent_repeat_is_a_conflict() {
     let error = second.await.expect("join").expect_err("in progress");
     assert_eq!(error.kind, ErrorKind::Conflict, "{error:?}");
 }
+
+/// A caller of tenant 1 with no recorded issuer (what the keys of `once` are scoped by).
+fn caller() -> kernel::Caller {
+    kernel::Caller {
+        tenant_id: TENANT,
+        key_id: kernel::ApiKeyId(1),
+        key_name: "test".into(),
+        credential: kernel::CredentialKind::RestKey,
+        issuer: kernel::Issuer::Legacy,
+    }
+}
+
+fn request(key: &str, body: serde_json::Value) -> Option<idempotency::Request> {
+    let key = idempotency::Key::parse(key).expect("a valid key").expect("not blank");
+    Some(idempotency::Request::new(&caller(), "test.create", key, &body).expect("request"))
+}
+
+/// Counts the rows `work` writes, so a test sees whether the work ran and committed.
+async fn count_jobs(pool: &store::Pool) -> i64 {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let n: N =
+        diesel::sql_query("SELECT count(*) AS n FROM jobs").get_result(&mut *conn(pool).await).await.expect("count");
+    n.n
+}
+
+/// The work of these tests: one row written in the work's transaction.
+async fn write_a_row(conn: &mut store::Conn, fail: bool) -> Result<i64, kernel::Error> {
+    use diesel_async::RunQueryDsl;
+    diesel::sql_query("INSERT INTO jobs (name, payload, run_at, max_attempts) VALUES ('probe', '{}', now(), 1)")
+        .execute(conn)
+        .await?;
+    if fail {
+        return Err(kernel::Error::validation("refused after writing"));
+    }
+    Ok(7)
+}
+
+#[test]
+fn keys_are_trimmed_text_of_at_most_255_characters() {
+    assert_eq!(idempotency::Key::parse("  ").expect("blank"), None);
+    assert_eq!(idempotency::Key::parse(" k1 ").expect("k1").map(|k| k.as_str().to_owned()), Some("k1".to_owned()));
+    assert!(idempotency::Key::parse(&"é".repeat(255)).expect("255 characters").is_some());
+    let error = idempotency::Key::parse(&"k".repeat(256)).expect_err("too long");
+    assert!(error.errors.contains_key("Idempotency-Key"), "{error:?}");
+    assert!(idempotency::Key::parse("a\0b").is_err());
+}
+
+#[tokio::test]
+async fn once_runs_the_work_once_and_replays_its_answer_whatever_the_member_order() {
+    let env = env().await;
+    let now = start_time();
+    let mut c = conn(&env.pool).await;
+    let first = idempotency::once(&mut c, now, request("k1", json!({"a": 1, "b": [{"x": 1, "y": 2}]})), async |conn| {
+        write_a_row(conn, false).await
+    })
+    .await
+    .expect("first");
+    assert_eq!(first, idempotency::Answer::Done(7));
+    let again = idempotency::once(&mut c, now, request("k1", json!({"b": [{"y": 2, "x": 1}], "a": 1})), async |conn| {
+        write_a_row(conn, false).await
+    })
+    .await
+    .expect("again");
+    assert_eq!(again, idempotency::Answer::Replay(json!(7)));
+    assert_eq!(count_jobs(&env.pool).await, 1, "the work ran once");
+
+    let changed =
+        idempotency::once(&mut c, now, request("k1", json!({"a": 2})), async |conn| write_a_row(conn, false).await)
+            .await
+            .expect_err("another body");
+    assert_eq!(changed.kind, ErrorKind::Validation);
+    let unkeyed = idempotency::once(&mut c, now, None, async |conn| write_a_row(conn, false).await).await;
+    assert_eq!(unkeyed.expect("no key"), idempotency::Answer::Done(7));
+    assert_eq!(count_jobs(&env.pool).await, 2, "no key: the work just runs");
+}
+
+#[tokio::test]
+async fn refused_work_leaves_nothing_behind_and_frees_the_key() {
+    let env = env().await;
+    let now = start_time();
+    let mut c = conn(&env.pool).await;
+    let refused =
+        idempotency::once(&mut c, now, request("k1", json!({})), async |conn| write_a_row(conn, true).await).await;
+    assert_eq!(refused.expect_err("refused").kind, ErrorKind::Validation);
+    assert_eq!(count_jobs(&env.pool).await, 0, "the refused work's writes were rolled back with it");
+    let corrected = idempotency::once(&mut c, now, request("k1", json!({"fixed": true})), async |conn| {
+        write_a_row(conn, false).await
+    })
+    .await;
+    assert_eq!(corrected.expect("corrected"), idempotency::Answer::Done(7));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_work_never_finished_is_taken_over_after_its_lease_and_commits_once() {
+    // A request still working (or whose process died before its commit) holds its key: a
+    // repeat is 409; after the lease the repeat does the work itself, and the first, if it
+    // was alive after all, can no longer commit.
+    let env = env().await;
+    let now = start_time();
+    let body = json!({"n": 1});
+    let started = std::sync::Arc::new(tokio::sync::Notify::new());
+    let go_on = std::sync::Arc::new(tokio::sync::Notify::new());
+    let first = {
+        let (pool, body, started, go_on) = (env.pool.clone(), body.clone(), started.clone(), go_on.clone());
+        tokio::spawn(async move {
+            let mut c = conn(&pool).await;
+            idempotency::once(&mut c, now, request("k1", body), async |conn| {
+                let row = write_a_row(conn, false).await;
+                started.notify_one();
+                go_on.notified().await;
+                row
+            })
+            .await
+        })
+    };
+    started.notified().await;
+    let mut c = conn(&env.pool).await;
+    let repeat = async |at| {
+        idempotency::once(&mut *conn(&env.pool).await, at, request("k1", body.clone()), async |conn| {
+            write_a_row(conn, false).await
+        })
+        .await
+    };
+    let busy = repeat(now + Duration::seconds(5)).await.expect_err("in flight");
+    assert_eq!(busy.kind, ErrorKind::Conflict);
+    let taken = repeat(now + idempotency::IN_FLIGHT_LEASE).await.expect("taken over");
+    assert_eq!(taken, idempotency::Answer::Done(7));
+
+    go_on.notify_one();
+    let late = first.await.expect("join").expect_err("the first lost its claim");
+    assert_eq!(late.kind, ErrorKind::Conflict);
+    assert_eq!(count_jobs(&env.pool).await, 1, "the work committed once");
+    let replay = idempotency::once(&mut c, now + idempotency::IN_FLIGHT_LEASE, request("k1", body), async |conn| {
+        write_a_row(conn, false).await
+    })
+    .await
+    .expect("replay");
+    assert_eq!(replay, idempotency::Answer::Replay(json!(7)));
+}
