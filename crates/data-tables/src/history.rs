@@ -4,13 +4,14 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
+use kernel::page::{Timeline, TimelineQuery};
 use kernel::{Caller, Error, Result};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{DataService, HISTORY_PAGE};
+use crate::DataService;
 
 #[derive(Debug, Serialize)]
 pub struct Change {
@@ -60,14 +61,9 @@ struct Row {
 }
 
 impl DataService {
-    /// `GET .../records/{record}/history?before=`.
-    pub async fn history(&self, caller: &Caller, table: Uuid, record: Uuid, before: Option<&str>) -> Result<History> {
-        let before = match before.map(str::trim).filter(|b| !b.is_empty()) {
-            Some(raw) => {
-                Some(raw.parse::<i64>().map_err(|_| Error::field("before", "before is the next_before of a page."))?)
-            }
-            None => None,
-        };
+    /// `GET .../records/{record}/history?before=&limit=`.
+    pub async fn history(&self, caller: &Caller, table: Uuid, record: Uuid, query: &TimelineQuery) -> Result<History> {
+        let page = Timeline::parse(query)?;
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         let mut rows: Vec<Row> = diesel::sql_query(
@@ -76,15 +72,14 @@ impl DataService {
         )
         .bind::<SqlUuid, _>(record)
         .bind::<SqlUuid, _>(view.table.id())
-        .bind::<BigInt, _>(before.unwrap_or(i64::MAX))
-        .bind::<BigInt, _>(HISTORY_PAGE + 1)
+        .bind::<BigInt, _>(page.before)
+        .bind::<BigInt, _>(page.limit + 1)
         .get_results(&mut conn)
         .await?;
-        if rows.is_empty() && before.is_none() {
+        if rows.is_empty() && page.before == i64::MAX {
             return Err(Error::not_found("Record"));
         }
-        let has_more = rows.len() as i64 > HISTORY_PAGE;
-        rows.truncate(HISTORY_PAGE as usize);
+        let next_before = page.cut(&mut rows, |row| row.id);
         let definition = view.definition();
         let label = |key: &str| definition.column(key).map(|c| c.label.clone()).unwrap_or_else(|| key.to_owned());
         let mut named: Vec<String> = Vec::new();
@@ -108,8 +103,7 @@ impl DataService {
                 Entry { id: row.id, action: row.action, at: row.at, source: row.source, actor: row.actor, changes }
             })
             .collect();
-        let next_before = if has_more { entries.last().map(|e| e.id) } else { None };
         let columns = named.iter().map(|key| json!({"key": key, "label": label(key)})).collect();
-        Ok(History { entries, has_more, next_before, columns })
+        Ok(History { entries, has_more: next_before.is_some(), next_before, columns })
     }
 }

@@ -30,5 +30,5 @@ pub const SEARCH_COLUMNS: usize = 6;
 /// Record pages (contract: Limits).
 pub const PAGE_DEFAULT: i64 = 50;
 pub const PAGE_MAX: i64 = 200;
-/// History entries per page.
-pub const HISTORY_PAGE: i64 = 50;
+/// History entries per page unless `limit` says otherwise.
+pub const HISTORY_PAGE: i64 = kernel::page::Timeline::DEFAULT_LIMIT;

@@ -61,6 +61,52 @@ impl PageRequest {
     }
 }
 
+/// The query of a newest-first timeline (lead activities, record history): `before` takes the
+/// `next_before` of the previous page; `limit`/`per_page` as on every list.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TimelineQuery {
+    /// The `next_before` of the previous page.
+    pub before: Option<String>,
+    /// Entries per page (default 50, cap 100); wins over `per_page`.
+    pub limit: Option<String>,
+    /// Entries per page (default 50, cap 100).
+    pub per_page: Option<String>,
+}
+
+/// One page of a timeline: entries with ids below `before`, at most `limit` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeline {
+    pub before: i64,
+    pub limit: i64,
+}
+
+impl Timeline {
+    /// The timelines' default page.
+    pub const DEFAULT_LIMIT: i64 = 50;
+
+    /// Sizes as [`PageRequest::parse`]; a `before` that is not an integer is a 422.
+    pub fn parse(query: &TimelineQuery) -> Result<Self, Error> {
+        let sizes = PageQuery { page: None, limit: query.limit.clone(), per_page: query.per_page.clone() };
+        let limit = PageRequest::parse(&sizes, Self::DEFAULT_LIMIT)?.per_page;
+        let before = match query.before.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
+            None => i64::MAX,
+            Some(raw) => raw.parse().map_err(|_| {
+                Error::field("before", "The before must be a next_before value.").with_reason("invalid")
+            })?,
+        };
+        Ok(Self { before, limit })
+    }
+
+    /// Cuts the `limit + 1` rows read to the page, and names the `next_before` when older
+    /// rows remain.
+    pub fn cut<T>(&self, rows: &mut Vec<T>, id: impl Fn(&T) -> i64) -> Option<i64> {
+        let more = rows.len() as i64 > self.limit;
+        rows.truncate(self.limit as usize);
+        if more { rows.last().map(id) } else { None }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
 pub struct Pagination {
     pub current_page: i64,

@@ -4,12 +4,13 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
+use kernel::page::{Timeline, TimelineQuery};
 use kernel::{Caller, Error, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::identity::{normalize_email, normalize_phone};
@@ -17,9 +18,6 @@ use crate::lead::{self, Lead, closes, is_stage, needs_reason};
 use crate::schema::{lead_activities, lead_identities, leads, users};
 use crate::service::LeadService;
 use crate::timeline::{self, Activity, LeadEvent};
-
-/// Timeline page size (contract: Limits, history page 50).
-pub const ACTIVITY_PAGE: i64 = 50;
 
 /// `PATCH /leads/{lead}` (for the documentation; the service reads the object itself so null can
 /// clear).
@@ -92,11 +90,6 @@ pub struct Activities {
     pub items: Vec<ActivityView>,
     /// Pass as `before` for the next (older) page; null at the end.
     pub next_before: Option<i64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
-pub struct ActivityQuery {
-    pub before: Option<String>,
 }
 
 fn invalid(errors: FieldErrors) -> Error {
@@ -508,26 +501,22 @@ impl LeadService {
         .await
     }
 
-    /// `GET /leads/{lead}/activities`: newest first, 50 a page; `before` takes `next_before`.
-    pub async fn activities(&self, caller: &Caller, id: Uuid, query: &ActivityQuery) -> Result<Activities, Error> {
+    /// `GET /leads/{lead}/activities`: newest first, 50 a page unless `limit` says otherwise
+    /// (at most 100); `before` takes `next_before`.
+    pub async fn activities(&self, caller: &Caller, id: Uuid, query: &TimelineQuery) -> Result<Activities, Error> {
+        let page = Timeline::parse(query)?;
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let row = lead::row(&mut conn, caller.tenant_id, id).await?;
         if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {
             return Err(Error::not_found("Lead"));
         }
-        let before = match query.before.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
-            None => i64::MAX,
-            Some(raw) => raw.parse().map_err(|_| {
-                Error::field("before", "The before must be a next_before value.").with_reason("invalid")
-            })?,
-        };
         type Entry = (i64, String, Value, Option<String>, String, Option<i64>, String, Option<String>, OffsetDateTime);
         let mut rows: Vec<Entry> = lead_activities::table
             .filter(lead_activities::lead_id.eq(id))
-            .filter(lead_activities::id.lt(before))
+            .filter(lead_activities::id.lt(page.before))
             .order(lead_activities::id.desc())
-            .limit(ACTIVITY_PAGE + 1)
+            .limit(page.limit + 1)
             .select((
                 lead_activities::id,
                 lead_activities::kind,
@@ -541,9 +530,7 @@ impl LeadService {
             ))
             .load(&mut conn)
             .await?;
-        let more = rows.len() as i64 > ACTIVITY_PAGE;
-        rows.truncate(ACTIVITY_PAGE as usize);
-        let next_before = if more { rows.last().map(|r| r.0) } else { None };
+        let next_before = page.cut(&mut rows, |r| r.0);
         let items = rows
             .into_iter()
             .map(|(id, kind, details, reason, actor_kind, actor_id, source_kind, source_id, created_at)| ActivityView {

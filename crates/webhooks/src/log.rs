@@ -277,8 +277,11 @@ impl WebhookService {
     }
 
     /// Sends a delivery's event again as a new delivery (a new `X-Delivery-Id`, the same
-    /// `X-Event-Id`), due now, and resumes the receiver if it was paused. A held delivery is
-    /// released as it is (it is the automatic delivery, waiting for the receiver).
+    /// `X-Event-Id`), due now, and resumes the receiver if it was paused. A delivery waiting for
+    /// its next automatic attempt ends `failed` there (the replay takes its place: a receiver
+    /// that is back wants its events now, not at the 6-hour attempt); one whose attempt is in
+    /// flight this moment is 409 until it ends. A held delivery is released as it is (it is
+    /// the automatic delivery, waiting for the receiver).
     pub async fn replay(&self, caller: &Caller, webhook: i64, delivery: Uuid) -> Result<Delivery, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let now = self.clock.now();
@@ -293,12 +296,31 @@ impl WebhookService {
                 .await?;
             let original = self.delivery_row(conn, tenant, webhook, delivery).await?;
             match original.state.as_str() {
-                "pending" => Err(Error::conflict("This delivery is already waiting for its next attempt.")),
                 "held" => {
                     resume(conn, webhook, now).await?;
                     Ok(original.id)
                 }
-                _ => {
+                state => {
+                    // the automatic attempt is cancelled: the row stops being due, unless a
+                    // worker holds it (an attempt in flight, whose outcome must be recorded)
+                    if state == "pending" {
+                        use webhook_deliveries as d;
+                        let idle = d::locked_until.is_null().or(d::locked_until.le(now));
+                        let cancelled =
+                            diesel::update(d::table.find(original.id).filter(d::state.eq("pending")).filter(idle))
+                                .set((
+                                    d::state.eq("failed"),
+                                    d::next_attempt_at.eq(None::<OffsetDateTime>),
+                                    d::updated_at.eq(now),
+                                ))
+                                .execute(conn)
+                                .await?;
+                        if cancelled == 0 {
+                            return Err(Error::conflict(
+                                "This delivery is being attempted right now; replay it once the attempt ends.",
+                            ));
+                        }
+                    }
                     let id = Uuid::new_v4();
                     diesel::insert_into(webhook_deliveries::table)
                         .values((

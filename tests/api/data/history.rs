@@ -148,6 +148,17 @@ async fn history_pages_by_50_through_next_before() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 56, "no repeats");
+
+    // `limit` (or `per_page`) sizes a page within the cap of 100
+    let small = history(&app, key, crm.customers, &id, "?limit=2&per_page=9").await;
+    assert_eq!(entries(&small).len(), 2, "{small}");
+    assert_eq!(notes_to(&entries(&small)[1]), json!("n53"));
+    let next = small["next_before"].to_string();
+    let after = history(&app, key, crm.customers, &id, &format!("?per_page=2&before={next}")).await;
+    assert_eq!(entries(&after).iter().map(notes_to).collect::<Vec<_>>(), [json!("n52"), json!("n51")]);
+    let all = history(&app, key, crm.customers, &id, "?limit=1000").await;
+    assert_eq!(entries(&all).len(), 56, "one page of at most 100");
+    assert_eq!(all["has_more"], false);
 }
 
 #[actix_web::test]

@@ -99,6 +99,43 @@ async fn a_long_timeline_comes_fifty_at_a_time() {
 }
 
 #[actix_web::test]
+async fn the_timeline_honours_limit_and_per_page_within_its_cap() {
+    // Proves `limit` (and `per_page`, which it wins over) sizes the page: 3 then 3 then the
+    // last, with `next_before` while older entries remain; above 100 is 100, 0 the default.
+    let app = spawn().await;
+    let acme = app.account(EDITOR).await;
+    let id = id_of(&create(&app, &acme.key, json!({"phone": "0712345678"})).await);
+    for n in 0..6 {
+        let res = app.post(&sub_path(&id, "notes"), &acme.key, json!({"body": format!("note {n}")})).await;
+        assert_status(&res, 201);
+    }
+    let page = |query: String| {
+        let app = &app;
+        let key = acme.key.clone();
+        let path = format!("{}?{query}", sub_path(&id, "activities"));
+        async move {
+            let res = app.get(&path, &key).await;
+            assert_status(&res, 200);
+            res.data().clone()
+        }
+    };
+    let first = page("limit=3&per_page=5".into()).await;
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(3), "{first}");
+    let next = first["next_before"].as_i64().unwrap_or_else(|| panic!("next_before in {first}"));
+    let second = page(format!("per_page=3&before={next}")).await;
+    assert_eq!(second["items"].as_array().map(Vec::len), Some(3), "{second}");
+    let next = second["next_before"].as_i64().unwrap_or_else(|| panic!("next_before in {second}"));
+    let last = page(format!("limit=3&before={next}")).await;
+    assert_eq!(kinds(&last), ["created"]);
+    assert_eq!(last["next_before"], Value::Null);
+    for query in ["limit=500", "limit=0"] {
+        assert_eq!(page(query.into()).await["items"].as_array().map(Vec::len), Some(7), "{query}");
+    }
+    let res = app.get(&format!("{}?limit=many", sub_path(&id, "activities")), &acme.key).await;
+    assert_status(&res, 422);
+}
+
+#[actix_web::test]
 async fn a_before_that_is_no_next_before_is_invalid() {
     // Proves 422 `invalid` naming `before` for values that cannot be a `next_before`.
     let app = spawn().await;

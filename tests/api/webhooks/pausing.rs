@@ -183,10 +183,11 @@ async fn replaying_a_failed_delivery_resumes_the_receiver_and_releases_what_it_h
 }
 
 #[actix_web::test]
-async fn a_pending_delivery_cannot_be_replayed_and_a_delivered_one_can() {
-    // Proves the replay rules: a delivery still waiting for its next attempt answers 409; a
-    // delivered one is sent again under a new id; another tenant's delivery is not found, and
-    // viewing is not enough to replay.
+async fn a_pending_delivery_is_replayed_at_once_and_a_delivered_one_can_be_too() {
+    // Proves the replay rules: a delivery waiting for its next automatic attempt is sent at once
+    // as a new delivery (new `X-Delivery-Id`, same `X-Event-Id`) and its automatic attempt is
+    // cancelled (it never fires); a delivered one is sent again under a new id; another
+    // tenant's delivery is not found, and viewing is not enough to replay.
     let app = api_tests::spawn().await;
     let acme = app.account(MANAGER).await;
     let receiver = Receiver::answering(503).await;
@@ -195,11 +196,8 @@ async fn a_pending_delivery_cannot_be_replayed_and_a_delivered_one_can() {
     app.run_jobs().await;
     let pending = only_delivery(&app, &acme.key, id).await;
     assert_eq!(pending["state"], "pending");
+    assert!(pending["next_attempt_at"].is_string(), "{pending}");
     let replay = format!("{WEBHOOKS}/{id}/deliveries/{}/replay", str_of(&pending, "id"));
-
-    let res = app.post(&replay, &acme.key, json!({})).await;
-    assert_eq!(res.status, 409, "{}", res.body);
-    assert_eq!(res.body["status"], "error");
 
     let other = app.account(MANAGER).await;
     assert_eq!(app.post(&replay, &other.key, json!({})).await.status, 404, "another tenant's delivery");
@@ -210,19 +208,55 @@ async fn a_pending_delivery_cannot_be_replayed_and_a_delivered_one_can() {
     let viewer = app.key(acme.tenant, app.user(acme.tenant, "webhooks.view").await).await;
     assert_eq!(app.post(&replay, &viewer, json!({})).await.status, 403);
 
-    receiver.answer(ResponseTemplate::new(200)).await;
-    app.advance(Duration::seconds(66)).await;
-    let delivered = only_delivery(&app, &acme.key, id).await;
-    assert_eq!(delivered["state"], "delivered");
+    // an attempt in flight this moment (a worker holds the row) is left to finish: 409
+    let hold = |until: Option<time::OffsetDateTime>| {
+        let (app, delivery) = (&app, str_of(&pending, "id"));
+        async move {
+            use diesel_async::RunQueryDsl;
+            diesel::sql_query("UPDATE webhook_deliveries SET locked_until = $1 WHERE id = $2::uuid")
+                .bind::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>, _>(until)
+                .bind::<diesel::sql_types::Text, _>(delivery)
+                .execute(&mut *app.conn().await)
+                .await
+                .expect("lock");
+        }
+    };
+    hold(Some(app.clock.now() + Duration::minutes(1))).await;
+    let res = app.post(&replay, &acme.key, json!({})).await;
+    assert_eq!(res.status, 409, "{}", res.body);
+    hold(None).await;
 
+    // the receiver is back: the replay goes now, not at the next automatic attempt (`answer`
+    // starts a new record of requests)
+    assert_eq!(receiver.requests().await.len(), 1, "the first attempt");
+    receiver.answer(ResponseTemplate::new(200)).await;
     let res = app.post(&replay, &acme.key, json!({})).await;
     assert_eq!(res.status, 201, "{}", res.body);
-    let again = res.data().clone();
-    assert_ne!(again["id"], delivered["id"]);
-    assert_eq!(again["replay_of"], delivered["id"]);
+    let now = res.data().clone();
+    assert_ne!(now["id"], pending["id"]);
+    assert_eq!((&now["replay_of"], &now["event_id"]), (&pending["id"], &pending["event_id"]));
     app.run_jobs().await;
     let requests = receiver.requests().await;
-    assert_eq!(requests.len(), 2, "the retry, then the replay");
+    assert_eq!(requests.len(), 1, "the replay, at once");
+    assert_eq!(header(&requests[0], "x-delivery-id"), str_of(&now, "id"));
+    assert_eq!(header(&requests[0], "x-event-id"), event_id.to_string());
+    let original = app.get(&format!("{WEBHOOKS}/{id}/deliveries/{}", str_of(&pending, "id")), &acme.key).await;
+    assert_eq!(original.data()["state"], "failed", "{}", original.body);
+    assert!(original.data()["next_attempt_at"].is_null(), "its automatic attempt is cancelled: {}", original.body);
+    app.advance(Duration::hours(7)).await;
+    assert_eq!(receiver.requests().await.len(), 1, "the cancelled attempt never fires");
+
+    let delivered = app.get(&format!("{WEBHOOKS}/{id}/deliveries/{}", str_of(&now, "id")), &acme.key).await;
+    assert_eq!(delivered.data()["state"], "delivered");
+    let again_path = format!("{WEBHOOKS}/{id}/deliveries/{}/replay", str_of(&now, "id"));
+    let res = app.post(&again_path, &acme.key, json!({})).await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let again = res.data().clone();
+    assert_ne!(again["id"], now["id"]);
+    assert_eq!(again["replay_of"], now["id"]);
+    app.run_jobs().await;
+    let requests = receiver.requests().await;
+    assert_eq!(requests.len(), 2, "the replay, then the replay of the replay");
     assert_eq!(header(&requests[1], "x-delivery-id"), str_of(&again, "id"));
     assert_eq!(header(&requests[1], "x-event-id"), event_id.to_string());
     assert_eq!(requests[1].body, requests[0].body, "the same event body");

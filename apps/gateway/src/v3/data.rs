@@ -8,6 +8,7 @@ use data_tables::groups::parse_range;
 use data_tables::parse_id;
 use data_tables::records::list::ListQuery;
 use kernel::Error;
+use kernel::page::TimelineQuery;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -141,9 +142,9 @@ pub async fn delete(auth: Auth, state: web::Data<AppState>, path: web::Path<(Str
     Ok(ok(json!({ "ok": true, "deleted": 1 })))
 }
 
-/// A record's history, 50 entries a page, newest first; readable after deletion.
+/// A record's history, newest first (50 a page, `limit` up to 100); readable after deletion.
 #[utoipa::path(get, path = "/api/v3/data/tables/{table}/records/{record}/history", tag = "Data tables",
-    params(("table" = Uuid, Path), ("record" = Uuid, Path), ("before" = Option<i64>, Query)),
+    params(("table" = Uuid, Path), ("record" = Uuid, Path), TimelineQuery),
     responses((status = 200, description = "`{entries, has_more, next_before, columns}`"),
         (status = 404, body = DataErrorEnvelope), Refusals),
     security(("bearer" = [])))]
@@ -154,8 +155,12 @@ pub async fn history(
     path: web::Path<(String, String)>,
 ) -> Answer {
     let q = query(&req)?;
-    let history = state.data.history(&auth.0, table(&path.0)?, record(&path.1)?, q.get("before").map(String::as_str));
-    Ok(ok(history.await?))
+    let page = TimelineQuery {
+        before: q.get("before").cloned(),
+        limit: q.get("limit").cloned(),
+        per_page: q.get("per_page").cloned(),
+    };
+    Ok(ok(state.data.history(&auth.0, table(&path.0)?, record(&path.1)?, &page).await?))
 }
 
 /// The groups with a table this key may read.

@@ -3,10 +3,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use kernel::page::PageQuery;
+use kernel::page::{PageQuery, TimelineQuery};
 use kernel::{Page, PageRequest};
 use leads::list::LeadFilter;
-use leads::ops::{Activities, ActivityQuery, Assignment, LeadPatch, NewNote, Note};
+use leads::ops::{Activities, Assignment, LeadPatch, NewNote, Note};
 use leads::read::parse_id;
 use leads::stage::StageChange;
 use leads::{Lead, UpsertLead, Upserted};
@@ -132,14 +132,14 @@ pub async fn assign(
 
 /// The lead's timeline, newest first, 50 a page (`before` = `next_before`).
 #[utoipa::path(get, path = "/api/v3/leads/{lead}/activities", tag = "Leads",
-    params(("lead" = uuid::Uuid, Path), ActivityQuery),
+    params(("lead" = uuid::Uuid, Path), TimelineQuery),
     responses((status = 200, body = Success<Activities>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn activities(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    query: web::Query<ActivityQuery>,
+    query: web::Query<TimelineQuery>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(ok(state.leads.activities(&auth.0, parse_id(&path)?, &query).await?))
 }
