@@ -200,3 +200,47 @@ async fn metrics_show_the_webhook_deliveries_waiting() {
     let age = gauge(&text, "webhook_oldest_due_age_seconds");
     assert!((500.0..=540.0).contains(&age), "{age}");
 }
+
+#[actix_web::test]
+async fn a_nul_character_anywhere_in_a_body_is_a_422_naming_its_field() {
+    // PostgreSQL text cannot hold NUL: every body reader refuses `\u0000` with 422 naming the
+    // field, before any service or the database sees it (a product batch row once reached
+    // the database and answered 500).
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let shop = app.post("/api/v3/catalogues", &account.key, json!({"name": "Duka"})).await;
+    assert_eq!(shop.status, 201, "{:?}", shop.body);
+    let batch = format!("/api/v3/catalogues/{}/products/batch", shop.data()["id"]);
+    let cases = [
+        (GROUPS, json!({"name": "Cus\u{0}tomers"}), "name"),
+        (
+            batch.as_str(),
+            json!({"products": [{"sku": "A", "name": "Tea", "price": 1}, {"sku": "B\u{0}", "name": "Tea"}]}),
+            "products[1].sku",
+        ),
+        (
+            "/api/v3/leads",
+            json!({"phone": "0712345678", "custom_fields": {"note\u{0}": "x"}}),
+            "custom_fields.note\\u0000",
+        ),
+    ];
+    for (path, body, field) in cases {
+        let res = app.post(path, &account.key, body).await;
+        assert_error(&res, 422);
+        assert!(!field_errors(&res, field).is_empty(), "{path}: {:?}", res.body);
+    }
+    let list = app.get(GROUPS, &account.key).await;
+    assert_eq!(list.data()["pagination"]["total"], 0, "nothing created: {:?}", list.body);
+    let runs = app.get(&format!("/api/v3/catalogues/{}/syncs", shop.data()["id"]), &account.key).await;
+    assert_eq!(runs.data()["pagination"]["total"], 0, "no run: {:?}", runs.body);
+    // the data routes answer in their own envelope
+    let res = app
+        .post(
+            &format!("/api/v3/data/tables/{}/records", uuid::Uuid::new_v4()),
+            &account.key,
+            json!({"data": {"name": "\u{0}"}}),
+        )
+        .await;
+    assert_eq!(res.status, 422, "{:?}", res.body);
+    assert_eq!(res.body["error"]["code"], "validation_error", "{:?}", res.body);
+}

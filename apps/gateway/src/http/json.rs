@@ -8,6 +8,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::future::LocalBoxFuture;
 use kernel::Error;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::envelope::ApiError;
 
@@ -16,6 +17,7 @@ pub struct Json<T>(pub T);
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
+    refuse_nul(bytes)?;
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -40,6 +42,46 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             }
         }
     })
+}
+
+/// PostgreSQL text cannot hold the NUL character: a `\u0000` anywhere in a body (a value or a
+/// member name) is refused here, naming where it is, before any service or the database sees it.
+fn refuse_nul(bytes: &[u8]) -> Result<(), Error> {
+    if !has_nul_escape(bytes) {
+        return Ok(());
+    }
+    let field = serde_json::from_slice::<Value>(bytes).ok().and_then(|v| nul_in(&v)).unwrap_or_else(|| "body".into());
+    let message = "Text may not contain the NUL character (\\u0000).";
+    Err(Error::validation(format!("The {field} field is invalid: {message}")).with_field(field, message))
+}
+
+/// A `\u0000` escape: `u0000` after an odd run of backslashes (`\\u0000` is plain text).
+fn has_nul_escape(bytes: &[u8]) -> bool {
+    bytes
+        .windows(6)
+        .enumerate()
+        .any(|(at, w)| w == b"\\u0000" && bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0)
+}
+
+/// Where the first NUL is, as the body reader names fields (`items[2].sku`).
+fn nul_in(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => text.contains('\0').then(String::new),
+        Value::Array(items) => {
+            items.iter().enumerate().find_map(|(i, item)| nul_in(item).map(|rest| format!("[{i}]{}", dotted(rest))))
+        }
+        Value::Object(members) => members.iter().find_map(|(key, member)| {
+            if key.contains('\0') {
+                return Some(key.replace('\0', "\\u0000"));
+            }
+            nul_in(member).map(|rest| format!("{key}{}", dotted(rest)))
+        }),
+        _ => None,
+    }
+}
+
+fn dotted(rest: String) -> String {
+    if rest.is_empty() || rest.starts_with('[') { rest } else { format!(".{rest}") }
 }
 
 /// serde names a missing member only in its message: "missing field `name`".
@@ -73,5 +115,28 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
             let bytes = body.await?;
             parse(&bytes).map(Json).map_err(|e| ApiError(e).into())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nul_anywhere_is_refused_with_its_path() {
+        let field = |body: &str| parse::<Value>(body.as_bytes()).expect_err("refused").errors.keys().next().cloned();
+        assert_eq!(field(r#"{"name": "a\u0000b"}"#).as_deref(), Some("name"));
+        assert_eq!(field(r#"{"products": [{"sku": "A"}, {"sku": "\u0000"}]}"#).as_deref(), Some("products[1].sku"));
+        assert_eq!(field(r#"[["x", "\u0000"]]"#).as_deref(), Some("[0][1]"));
+        assert_eq!(field(r#"{"a\u0000": 1}"#).as_deref(), Some("a\\u0000"));
+        assert_eq!(field(r#"{"name": "\\\u0000"}"#).as_deref(), Some("name"), "an escaped backslash, then NUL");
+    }
+
+    #[test]
+    fn text_that_only_looks_like_a_nul_escape_is_kept() {
+        let value: Value = parse(br#"{"name": "\\u0000", "n": "u0000"}"#).expect("plain text");
+        assert_eq!(value["name"], "\\u0000");
+        assert!(!has_nul_escape(br#""\\u0000""#));
+        assert!(has_nul_escape(br#""\u0000""#));
     }
 }
