@@ -165,7 +165,7 @@ pub async fn rotate(conn: &mut Conn, key: ApiKeyId, issuer: UserId, now: OffsetD
 
 type AuthRow = (
     (i64, i64, String, bool, Option<OffsetDateTime>, Option<OffsetDateTime>),
-    String,
+    (String, String),
     Option<(i64, String, bool, bool, Vec<String>)>,
 );
 
@@ -191,13 +191,14 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
                 api_keys::expires_at,
                 api_keys::revoked_at,
             ),
-            tenants::status,
+            (tenants::status, tenants::default_country_code),
             (users::id, users::name, users::active, users::all_permissions, users::permissions).nullable(),
         ))
         .first(conn)
         .await
         .optional()?;
-    let Some(((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), status, user)) = row else {
+    let Some(((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), (status, calling_code), user)) = row
+    else {
         return Err(Error::unauthenticated("Invalid API key."));
     };
     if revoked_at.is_some() {
@@ -218,6 +219,7 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
     };
     Ok(Caller {
         tenant_id: TenantId(tenant_id),
+        calling_code,
         key_id: ApiKeyId(key_id),
         key_name,
         credential: CredentialKind::RestKey,

@@ -145,7 +145,7 @@ pub(crate) fn parse_custom_fields(value: &Value, errors: &mut FieldErrors) -> Ve
     let mut seen = BTreeSet::new();
     let mut fields = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let at = |member: &str| format!("custom_fields.{i}{member}");
+        let at = |member: &str| format!("custom_fields[{i}]{member}");
         let (key, label, kind) = match item {
             Value::String(key) => (Some(key.trim().to_owned()), None, None),
             Value::Object(o) => {

@@ -166,6 +166,8 @@ impl DataService {
         let file: File = serde_json::from_value(file).map_err(|e| Error::field("definition", e.to_string()))?;
         let mut conn = self.conn().await?;
         let existing = load_all(&mut conn, tenant).await?;
+        let calling_code = accounts::tenants::get(&mut conn, tenant).await?.default_country_code;
+        let region = kernel::phone::region_of(&calling_code).unwrap_or_default();
         let mut errors = FieldErrors::new();
         if !definition::is_name(&file.group.slug) {
             errors.add("group.slug", "A slug is a lower-case letter, then letters, digits or _ (at most 63).");
@@ -194,7 +196,7 @@ impl DataService {
             if table.sort_index_threshold.is_some_and(|n| n < 1) {
                 errors.add(format!("{at}.sort_index_threshold"), "sort_index_threshold is at least 1.");
             }
-            let definition = definition::build(
+            let mut definition = definition::build(
                 table.columns.clone(),
                 table.access.clone(),
                 table.unique_sets.clone(),
@@ -203,6 +205,7 @@ impl DataService {
                 &at,
                 &mut errors,
             );
+            definition.default_region(&region);
             built.push(definition);
         }
         for (i, report) in file.group.reports.iter().enumerate() {

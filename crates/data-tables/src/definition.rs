@@ -262,6 +262,13 @@ pub struct Definition {
 }
 
 impl Definition {
+    /// Phone columns without a `region` read national numbers in `region` (the account's).
+    pub fn default_region(&mut self, region: &str) {
+        for column in self.columns.iter_mut().filter(|c| c.kind == ColumnType::Phone) {
+            column.config.region.get_or_insert_with(|| region.to_owned());
+        }
+    }
+
     pub fn column(&self, key: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.key == key)
     }
@@ -465,8 +472,8 @@ fn check_column(mut column: Column, tables: &[&str], path: &str, errors: &mut Fi
             }
         }
         Phone => {
-            let region = config.region.get_or_insert_with(|| "TZ".to_owned());
-            if !kernel::phone::is_region(region) {
+            // absent, it is the account's own (`Definition::default_region`, at apply)
+            if config.region.as_deref().is_some_and(|region| !kernel::phone::is_region(region)) {
                 wrong("region", "region is a two-letter country code such as TZ.".into());
             }
         }

@@ -159,10 +159,12 @@ fn phone(column: &Column, value: &Value) -> Result<Option<Value>, String> {
     if raw.is_empty() {
         return Ok(None);
     }
-    let region = column.config.region.as_deref().unwrap_or("TZ");
-    kernel::phone::e164(raw, region)
-        .map(|n| Some(Value::String(n)))
-        .ok_or_else(|| format!("must be a valid phone number (numbers without a country code are read as {region})."))
+    // apply gives every phone column a region (the account's unless the definition names one)
+    let region = column.config.region.as_deref().unwrap_or_default();
+    kernel::phone::e164(raw, region).map(|n| Some(Value::String(n))).ok_or_else(|| match region {
+        "" => "must be a valid phone number with its country code (+255...).".to_owned(),
+        region => format!("must be a valid phone number (numbers without a country code are read as {region})."),
+    })
 }
 
 fn email(value: &Value) -> Result<Option<Value>, String> {

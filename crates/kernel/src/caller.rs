@@ -160,6 +160,9 @@ pub enum Issuer {
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub tenant_id: TenantId,
+    /// The account's default calling code (digits, `255`): numbers written without one are
+    /// read in it.
+    pub calling_code: String,
     pub key_id: ApiKeyId,
     pub key_name: String,
     pub credential: CredentialKind,
@@ -167,6 +170,23 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The operator of the admin command line, who may do everything in a tenant.
+    pub fn operator(tenant: TenantId, calling_code: impl Into<String>) -> Self {
+        Self {
+            tenant_id: tenant,
+            calling_code: calling_code.into(),
+            key_id: ApiKeyId(0),
+            key_name: "operator".into(),
+            credential: CredentialKind::RestKey,
+            issuer: Issuer::User {
+                id: UserId(0),
+                name: "operator".into(),
+                active: true,
+                permissions: Permissions::All,
+            },
+        }
+    }
+
     /// Checks one permission against the issuer's current permissions.
     pub fn require(&self, permission: Permission) -> Result<()> {
         match &self.issuer {
@@ -211,6 +231,7 @@ mod tests {
     fn caller(issuer: Issuer) -> Caller {
         Caller {
             tenant_id: TenantId(1),
+            calling_code: "255".into(),
             key_id: ApiKeyId(1),
             key_name: "k".into(),
             credential: CredentialKind::RestKey,

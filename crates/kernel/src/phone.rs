@@ -6,13 +6,49 @@ pub fn digits(raw: &str) -> String {
     raw.chars().filter(char::is_ascii_digit).collect()
 }
 
+/// E.164 (`+255712345678`) of a phone written any common way — `+255 712 345 678`,
+/// `0712345678`, `255712345678`, `712345678`, `00255712345678` — with the account's calling
+/// code (`255`) for national forms. Every number the service reads from a person goes through
+/// it: send recipients, the blacklist, leads, inbound senders. `None` when no numbering plan accepts it.
+pub fn normalize(raw: &str, calling_code: &str) -> Option<String> {
+    let raw = raw.trim();
+    let all = digits(raw);
+    let code = digits(calling_code);
+    let full = if raw.starts_with('+') {
+        all
+    } else if let Some(international) = all.strip_prefix("00") {
+        international.to_owned()
+    } else if let Some(national) = all.strip_prefix('0') {
+        format!("{code}{national}")
+    } else if all.starts_with(&code) && valid(&all) {
+        all
+    } else {
+        format!("{code}{all}")
+    };
+    valid(&full).then(|| format!("+{full}"))
+}
+
+fn valid(full: &str) -> bool {
+    (8..=15).contains(&full.len())
+        && phonenumber::parse(None, format!("+{full}")).is_ok_and(|number| phonenumber::is_valid(&number))
+}
+
 /// E.164 with a leading '+' (`+255712345678`), or `None` when not a valid number. Without a
 /// '+' the number is read in `region` (ISO 3166 alpha-2, e.g. `TZ`); spaces, dashes, dots and
-/// parentheses are tolerated. Recipients of sends and data-table `phone` columns use it.
+/// parentheses are tolerated. Data-table `phone` columns with a `region` use it.
 pub fn e164(input: &str, region: &str) -> Option<String> {
-    let region = region.parse::<phonenumber::country::Id>().ok()?;
-    let number = phonenumber::parse(Some(region), input.trim()).ok()?;
+    let region = region.parse::<phonenumber::country::Id>().ok();
+    let number = phonenumber::parse(region, input.trim()).ok()?;
     phonenumber::is_valid(&number).then(|| number.format().mode(phonenumber::Mode::E164).to_string())
+}
+
+/// The region (ISO 3166 alpha-2) a calling code mainly stands for: `255` is `TZ`, `1` is `US`;
+/// `None` for a code of no country.
+pub fn region_of(calling_code: &str) -> Option<String> {
+    let code: u16 = digits(calling_code).parse().ok()?;
+    let regions = phonenumber::metadata::DATABASE.by_code(&code)?;
+    let main = regions.iter().find(|m| m.is_main_country_for_code()).or(regions.first())?;
+    Some(main.id().to_owned()).filter(|id| is_region(id))
 }
 
 /// Whether `code` is a region `e164` knows (ISO 3166 alpha-2, upper case: `TZ`).
@@ -70,6 +106,36 @@ pub enum PhoneError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_common_form_of_a_number_is_one_e164_number() {
+        for raw in ["+255 712 345 678", "0712345678", "255712345678", "712345678", "00255712345678", "+255-712-345-678"]
+        {
+            assert_eq!(normalize(raw, "255").as_deref(), Some("+255712345678"), "{raw}");
+        }
+        // another country's number keeps its own code
+        assert_eq!(normalize("+254 712 345 678", "255").as_deref(), Some("+254712345678"));
+        for raw in ["", "12", "abc", "+255 1", "0000000000"] {
+            assert_eq!(normalize(raw, "255"), None, "{raw}");
+        }
+    }
+
+    #[test]
+    fn a_calling_code_names_its_main_region() {
+        assert_eq!(region_of("255").as_deref(), Some("TZ"));
+        assert_eq!(region_of("+254").as_deref(), Some("KE"));
+        assert_eq!(region_of("1").as_deref(), Some("US"));
+        assert_eq!(region_of("44").as_deref(), Some("GB"));
+        assert_eq!(region_of("999"), None);
+        assert_eq!(region_of(""), None);
+    }
+
+    #[test]
+    fn national_forms_take_the_account_s_calling_code() {
+        assert_eq!(normalize("0712 345 678", "254").as_deref(), Some("+254712345678"));
+        assert_eq!(normalize("0712 345 678", "+255").as_deref(), Some("+255712345678"));
+        assert_eq!(normalize("+255712345678", "254").as_deref(), Some("+255712345678"), "a '+' wins");
+    }
 
     #[test]
     fn national_numbers_drop_punctuation_and_the_trunk_zero() {

@@ -13,7 +13,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::identity::{normalize_email, normalize_phone};
+use crate::identity::normalize_email;
 use crate::lead::{self, Lead, closes, is_stage, needs_reason};
 use crate::schema::{lead_activities, lead_identities, leads, users};
 use crate::service::LeadService;
@@ -155,7 +155,7 @@ impl LeadService {
                         Some("") => {
                             set.insert(key, Value::Null);
                         }
-                        Some(raw) => match normalize_phone(raw, &workspace.default_country_code) {
+                        Some(raw) => match kernel::phone::normalize(raw, &workspace.default_country_code) {
                             Some(e164) => {
                                 set.insert(key, Value::String(e164));
                             }

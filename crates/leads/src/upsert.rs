@@ -16,7 +16,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::identity::{normalize_email, normalize_phone};
+use crate::identity::normalize_email;
 use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
 use crate::schema::{lead_fields, lead_identities, leads};
 use crate::service::{Actor, LeadService};
@@ -138,7 +138,7 @@ async fn read(
         }
         match key.as_str() {
             "phone" => match text(&value) {
-                Ok(Some(raw)) => match normalize_phone(&raw, default_code) {
+                Ok(Some(raw)) => match kernel::phone::normalize(&raw, default_code) {
                     Some(e164) => wanted.phone = Some(e164),
                     None => errors.add("phone", "The phone is not a valid number."),
                 },

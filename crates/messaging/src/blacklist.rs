@@ -106,8 +106,8 @@ fn entry((number, reason, source_message_uid, created_at): Row) -> BlacklistEntr
 }
 
 /// A number as the blacklist keeps it: E.164, or a field error naming the input.
-fn number(raw: &str) -> Result<String, Error> {
-    crate::recipients::normalize(raw)
+fn number(raw: &str, calling_code: &str) -> Result<String, Error> {
+    crate::recipients::normalize(raw, calling_code)
         .ok_or_else(|| Error::field("numbers", format!("{raw} is not a valid phone number.")))
 }
 
@@ -141,7 +141,7 @@ impl MessagingService {
         if body.reason.as_deref().is_some_and(|r| r.chars().count() > 255 || r.contains('\0')) {
             return Err(Error::field("reason", "The reason must be at most 255 characters, without NUL characters."));
         }
-        let numbers = body.numbers.iter().map(|n| number(n)).collect::<Result<Vec<_>, _>>()?;
+        let numbers = body.numbers.iter().map(|n| number(n, &caller.calling_code)).collect::<Result<Vec<_>, _>>()?;
         let now = self.clock.now();
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
@@ -165,7 +165,7 @@ impl MessagingService {
     pub async fn blacklist_remove(&self, caller: &Caller, raw: &str) -> Result<(), Error> {
         caller.require_issuer()?;
         caller.require(Permission::CONTACTS_EDIT)?;
-        let number = number(raw).map_err(|_| Error::not_found("Blacklisted number"))?;
+        let number = number(raw, &caller.calling_code).map_err(|_| Error::not_found("Blacklisted number"))?;
         let mut conn = self.conn().await?;
         if remove(&mut conn, caller.tenant_id, &number).await? {
             Ok(())

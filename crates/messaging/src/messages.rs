@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use kernel::{Error, Page, PageRequest, TenantId};
+use kernel::{Caller, Error, Page, PageRequest, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -122,10 +122,11 @@ pub struct MessageFilter {
 
 pub async fn list(
     conn: &mut store::Conn,
-    tenant: TenantId,
+    caller: &Caller,
     filter: &MessageFilter,
     page: PageRequest,
 ) -> Result<Page<Message>, Error> {
+    let tenant = caller.tenant_id;
     // PostgreSQL text cannot hold NUL: such a value matches nothing
     let nonempty =
         |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(|v| v.replace('\0', "\u{fffd}"));
@@ -143,7 +144,8 @@ pub async fn list(
     if channel_type.as_deref().is_some_and(|c| c != "sms" && c != "chat") {
         return Err(Error::field("channel_type", "The channel_type must be sms or chat."));
     }
-    let recipient = nonempty(&filter.recipient).map(|r| crate::recipients::normalize(&r).unwrap_or(r));
+    let recipient =
+        nonempty(&filter.recipient).map(|r| crate::recipients::normalize(&r, &caller.calling_code).unwrap_or(r));
     let campaign = match nonempty(&filter.campaign) {
         None => None,
         Some(raw) => {
@@ -204,7 +206,7 @@ impl crate::MessagingService {
         caller.require_issuer()?;
         caller.require(kernel::Permission::MESSAGES_VIEW)?;
         let mut conn = self.conn().await?;
-        list(&mut conn, caller.tenant_id, filter, page).await
+        list(&mut conn, caller, filter, page).await
     }
 
     /// `GET /sms/senders`: the usable sender identities.

@@ -292,7 +292,9 @@ impl MessagingService {
                 return Ok(stored);
             }
         }
-        let from = crate::recipients::normalize(&sms.from).unwrap_or_else(|| sms.from.clone());
+        // a sender written without a calling code is read in the account's own
+        let calling_code = accounts::tenants::get(&mut conn, TenantId(channel.tenant_id)).await?.default_country_code;
+        let from = crate::recipients::normalize(&sms.from, &calling_code).unwrap_or_else(|| sms.from.clone());
         let keyword = keyword(&sms.text);
         let opt_out = keyword.as_ref().is_some_and(|k| self.config.opt_out_keywords.iter().any(|w| w == k));
         let opt_in = keyword.as_ref().is_some_and(|k| self.config.opt_in_keywords.iter().any(|w| w == k));

@@ -3,9 +3,6 @@
 
 use std::collections::HashSet;
 
-/// Numbers without a '+' are read as Tanzanian, the platform's home numbering plan.
-const DEFAULT_REGION: &str = "TZ";
-
 fn is_separator(c: char) -> bool {
     c == ',' || c == ';' || c.is_whitespace()
 }
@@ -24,12 +21,10 @@ pub fn split(recipient: Option<&str>, recipients: &[String]) -> Vec<String> {
 }
 
 /// E.164 with a leading '+' (e.g. "+255712345678"), or `None` when not a valid number.
-/// Without a '+' the number is read in the default region (Tanzania); punctuation such as
-/// spaces, dashes, dots and parentheses is tolerated. A bare "255712345678" needs no special
-/// case: phonenumber reads a leading 255 as the calling code when the rest is a valid national
-/// number (tested below, so an upgrade that changes it fails loudly).
-pub fn normalize(input: &str) -> Option<String> {
-    kernel::phone::e164(input, DEFAULT_REGION)
+/// Without a '+' the number is read under the account's calling code (`kernel::phone::normalize`);
+/// punctuation such as spaces, dashes, dots and parentheses is tolerated.
+pub fn normalize(input: &str, calling_code: &str) -> Option<String> {
+    kernel::phone::normalize(input, calling_code)
 }
 
 /// One recipient of a send, as typed and as normalized.
@@ -43,11 +38,11 @@ pub struct Recipient {
 /// [`split`] then [`normalize`]; tokens normalizing to one number make one entry (the first
 /// input kept). Invalid tokens stay (number `None`) so the send can report them as failed
 /// records naming the input.
-pub fn plan(recipient: Option<&str>, recipients: &[String]) -> Vec<Recipient> {
+pub fn plan(recipient: Option<&str>, recipients: &[String], calling_code: &str) -> Vec<Recipient> {
     let mut seen = HashSet::new();
     split(recipient, recipients)
         .into_iter()
-        .map(|input| Recipient { number: normalize(&input), input })
+        .map(|input| Recipient { number: normalize(&input, calling_code), input })
         .filter(|r| r.number.as_ref().is_none_or(|n| seen.insert(n.clone())))
         .collect()
 }
@@ -72,19 +67,19 @@ mod tests {
             "(0712) 345 678",
             "255 712 345 678",
         ] {
-            assert_eq!(normalize(input).as_deref(), Some("+255712345678"), "{input}");
+            assert_eq!(normalize(input, "255").as_deref(), Some("+255712345678"), "{input}");
         }
     }
 
     #[test]
     fn a_plus_keeps_the_foreign_country() {
-        assert_eq!(normalize("+254712345678").as_deref(), Some("+254712345678"));
+        assert_eq!(normalize("+254712345678", "255").as_deref(), Some("+254712345678"));
     }
 
     #[test]
     fn invalid_inputs_are_none() {
         for input in ["12", "abc", "", "+", "2551", "+255 12"] {
-            assert_eq!(normalize(input), None, "{input:?}");
+            assert_eq!(normalize(input, "255"), None, "{input:?}");
         }
     }
 
@@ -104,7 +99,8 @@ mod tests {
 
     #[test]
     fn plan_merges_forms_of_one_number_and_keeps_invalid_inputs() {
-        let got = plan(Some("0712345678, abc +254712345678"), &strings(&["+255712345678", "255712345678", "12"]));
+        let got =
+            plan(Some("0712345678, abc +254712345678"), &strings(&["+255712345678", "255712345678", "12"]), "255");
         let want = [
             ("0712345678", Some("+255712345678")),
             ("abc", None),
@@ -141,20 +137,20 @@ mod tests {
         #[test]
         fn normalize_takes_any_input(input in "\\PC{0,40}") {
             // Recipients are caller text: phonenumber must refuse, never panic.
-            let _ = normalize(&input);
+            let _ = normalize(&input, "255");
         }
 
         #[test]
         fn normalize_is_idempotent(input in "\\+?[0-9 ()-]{0,16}") {
-            if let Some(n) = normalize(&input) {
-                prop_assert_eq!(normalize(&n), Some(n));
+            if let Some(n) = normalize(&input, "255") {
+                prop_assert_eq!(normalize(&n, "255"), Some(n));
             }
         }
 
         #[test]
         fn normalize_is_idempotent_on_tanzanian_numbers(n in "(0|255|\\+255)?[67][0-9]{8}") {
-            if let Some(e) = normalize(&n) {
-                prop_assert_eq!(normalize(&e), Some(e));
+            if let Some(e) = normalize(&n, "255") {
+                prop_assert_eq!(normalize(&e, "255"), Some(e));
             }
         }
     }

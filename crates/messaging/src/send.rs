@@ -127,11 +127,11 @@ fn check_message_type(field: &str, raw: Option<&str>) -> Result<(), Error> {
     }
 }
 
-fn check(req: SendRequest) -> Result<Checked, Error> {
+fn check(req: SendRequest, calling_code: &str) -> Result<Checked, Error> {
     let mut errors = BTreeMap::new();
     too_long(&mut errors, "recipient", req.recipient.as_deref(), 4_000);
     for (i, entry) in req.recipients.iter().flatten().enumerate() {
-        too_long(&mut errors, &format!("recipients.{i}"), Some(entry), 191);
+        too_long(&mut errors, &format!("recipients[{i}]"), Some(entry), 191);
     }
     too_long(&mut errors, "sender_id", req.sender_id.as_deref(), 64);
     too_long(&mut errors, "message", req.message.as_deref(), 4_096);
@@ -149,7 +149,8 @@ fn check(req: SendRequest) -> Result<Checked, Error> {
         (None, kind) => check_message_type("type", kind.as_deref())?,
     }
     let schedule = parse_schedule(req.schedule_time.as_deref())?;
-    let recipients = crate::recipients::plan(req.recipient.as_deref(), req.recipients.as_deref().unwrap_or_default());
+    let recipients =
+        crate::recipients::plan(req.recipient.as_deref(), req.recipients.as_deref().unwrap_or_default(), calling_code);
     if recipients.is_empty() {
         return Err(Error::field("recipient", "At least one recipient is required."));
     }
@@ -250,7 +251,7 @@ impl MessagingService {
     /// records (not charged); the rest are priced per segment and debited in one amount,
     /// refused with 402 and nothing written when a prepaid wallet cannot pay it all.
     pub async fn send(&self, caller: &Caller, req: SendRequest) -> Result<SendResult, Error> {
-        let checked = check(req)?;
+        let checked = check(req, &caller.calling_code)?;
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         let due = checked.schedule.filter(|at| *at > now);

@@ -182,7 +182,7 @@ fn check_events(events: &[String], errors: &mut FieldErrors) -> Vec<String> {
     for (i, event) in events.iter().enumerate() {
         if catalogue::find(event).is_none() {
             errors.add(
-                format!("events.{i}"),
+                format!("events[{i}]"),
                 format!("\"{event}\" is not an event of the catalogue (GET /webhooks/events)."),
             );
         } else if !unique.contains(event) {

@@ -72,14 +72,14 @@ async fn group_custom_field_keys_use_letters_digits_underscore_dot_dash() {
                 json!({"name": "Bad", "custom_fields": [{"key": "fine"}, {"key": bad}]}),
             )
             .await;
-        field_error(&res, "custom_fields.1.key");
+        field_error(&res, "custom_fields[1].key");
     }
     // A missing or empty key is refused the same way.
     let res =
         app.post("/api/v3/contact-groups", &a.key, json!({"name": "Bad", "custom_fields": [{"label": "x"}]})).await;
-    field_error(&res, "custom_fields.0.key");
+    field_error(&res, "custom_fields[0].key");
     let res = app.post("/api/v3/contact-groups", &a.key, json!({"name": "Bad", "custom_fields": [{"key": ""}]})).await;
-    field_error(&res, "custom_fields.0.key");
+    field_error(&res, "custom_fields[0].key");
 
     // Nothing was stored by the refused requests.
     let list = success(&app.get("/api/v3/contact-groups", &a.key).await, 200);
@@ -97,14 +97,14 @@ async fn group_duplicate_custom_field_keys_are_refused() {
             json!({"name": "Dupes", "custom_fields": [{"key": "city"}, {"key": "tier"}, {"key": "city", "label": "Town"}]}),
         )
         .await;
-    field_error(&res, "custom_fields.2.key");
+    field_error(&res, "custom_fields[2].key");
     let list = success(&app.get("/api/v3/contact-groups", &a.key).await, 200);
     assert_eq!(pagination(&list).3, 0, "nothing created: {list}");
 
     // The same on PATCH.
     let group = make_group(&app, &a.key, json!({"name": "G"})).await;
     let res = app.patch(&groups_path(&group), &a.key, json!({"custom_fields": ["a", "a"]})).await;
-    field_error(&res, "custom_fields.1.key");
+    field_error(&res, "custom_fields[1].key");
 }
 
 #[actix_web::test]
@@ -118,7 +118,7 @@ async fn group_unknown_custom_field_type_is_refused() {
             json!({"name": "Types", "custom_fields": [{"key": "a", "type": "text"}, {"key": "b", "type": "colour"}]}),
         )
         .await;
-    field_error(&res, "custom_fields.1.type");
+    field_error(&res, "custom_fields[1].type");
     let list = success(&app.get("/api/v3/contact-groups", &a.key).await, 200);
     assert_eq!(pagination(&list).3, 0, "nothing created: {list}");
 }
@@ -242,7 +242,10 @@ async fn group_patch_renames_deactivates_and_validates() {
     }
     field_error(&app.patch(&path, &a.key, json!({"name": "x".repeat(192)})).await, "name");
     field_error(&app.patch(&path, &a.key, json!({"name": ""})).await, "name");
-    field_error(&app.patch(&path, &a.key, json!({"custom_fields": [{"key": "bad key"}]})).await, "custom_fields.0.key");
+    field_error(
+        &app.patch(&path, &a.key, json!({"custom_fields": [{"key": "bad key"}]})).await,
+        "custom_fields[0].key",
+    );
 
     let after = success(&app.get(&path, &a.key).await, 200);
     assert_eq!((after["name"].clone(), after["status"].clone()), (json!("New"), json!("active")));

@@ -203,7 +203,7 @@ async fn every_field_is_accepted_at_its_limit_and_refused_one_past_it() {
     assert_eq!(res.status, 201, "{}", res.body);
     accepted += 2;
     let res = app.post(SEND, acme.key(), json!({"recipients": [tz("0011"), padded(&tz("0012"), 192)]})).await;
-    assert_field_error(&res, "recipients.1");
+    assert_field_error(&res, "recipients[1]");
     // Several fields past their limits are all named at once.
     let res = app
         .post(
@@ -656,7 +656,7 @@ async fn a_nul_character_is_refused_as_bad_input() {
     let acme = sms_account(&app, "all").await;
     for (body, field) in [
         (json!({"recipient": "0712345678", "message": "a\u{0}b"}), "message"),
-        (json!({"recipients": ["0712345678\u{0}"]}), "recipients.0"),
+        (json!({"recipients": ["0712345678\u{0}"]}), "recipients[0]"),
         (json!({"recipient": "0712345678", "sender_id": "AC\u{0}ME"}), "sender_id"),
     ] {
         let res = app.post("/api/v3/sms/send", acme.key(), body).await;

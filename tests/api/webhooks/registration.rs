@@ -110,8 +110,8 @@ async fn events_are_required_known_and_kept_once() {
     assert_field_error(&app.post(WEBHOOKS, key, json!({"url": PUBLIC})).await, "events");
     assert_field_error(&app.post(WEBHOOKS, key, json!({"url": PUBLIC, "events": []})).await, "events");
     let res = app.post(WEBHOOKS, key, json!({"url": PUBLIC, "events": ["message.sent", "lead.exploded"]})).await;
-    assert_field_error(&res, "events.1");
-    assert!(res.body["errors"].get("events.0").is_none(), "{}", res.body);
+    assert_field_error(&res, "events[1]");
+    assert!(res.body["errors"].get("events[0]").is_none(), "{}", res.body);
     assert_eq!(app.get(WEBHOOKS, key).await.data()["pagination"]["total"], 0, "nothing was registered");
 
     let events = ["message.sent", "lead.created", "message.sent", "lead.created"];

@@ -68,7 +68,7 @@ async fn update_replaces_events_and_null_removes_filters() {
     let res = app.patch(&path(id), key, json!({"events": ["message.sent"]})).await;
     assert_field_error(&res, "filters");
     let res = app.patch(&path(id), key, json!({"events": ["lead.exploded"]})).await;
-    assert_field_error(&res, "events.0");
+    assert_field_error(&res, "events[0]");
 
     let res = app.patch(&path(id), key, json!({"filters": null})).await;
     assert_status(&res, 200);

@@ -441,9 +441,11 @@ async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId)
     let definition: Value = serde_json::from_str(include_str!("demo_crm.json")).map_err(Error::internal)?;
     let data = data_service(pool, config);
     let applied = data.apply(tenant, definition).await?;
+    let calling_code = accounts::tenants::get(&mut *store::connect(pool).await?, tenant).await?.default_country_code;
+    let operator = kernel::Caller::operator(tenant, calling_code);
     let table = |slug: &str| applied.tables.iter().find(|t| t.slug == slug).map(|t| t.id);
     let (Some(agents), Some(customers)) = (table("agents"), table("customers")) else { return Ok(()) };
-    if data.seed(tenant, agents, &[json!({"name": "Neema Mushi", "phone": "0754 000 111"})]).await? {
+    if data.seed(&operator, agents, &[json!({"name": "Neema Mushi", "phone": "0754 000 111"})]).await? {
         let agent = data.first_record(tenant, agents).await?;
         let customers_data = [
             json!({"name": "Amina Juma", "phone": "0712 345 678", "email": "amina@example.com", "segment": "retail",
@@ -452,7 +454,7 @@ async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId)
                    "credit": 420000, "joined": "2026-06-02", "agent": agent}),
             json!({"name": "Zawadi Kimaro", "phone": "0765 444 555", "segment": "retail", "score": 41, "tags": ["late"]}),
         ];
-        data.seed(tenant, customers, &customers_data).await?;
+        data.seed(&operator, customers, &customers_data).await?;
     }
     Ok(())
 }

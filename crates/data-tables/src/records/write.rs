@@ -22,22 +22,6 @@ pub const SOURCE_API: &str = "api";
 /// Records an operator added (demo data).
 pub const SOURCE_ADMIN: &str = "admin";
 
-/// The operator, who may do everything in a tenant's tables.
-fn operator(tenant: kernel::TenantId) -> Caller {
-    Caller {
-        tenant_id: tenant,
-        key_id: kernel::ApiKeyId(0),
-        key_name: "operator".into(),
-        credential: kernel::CredentialKind::RestKey,
-        issuer: kernel::Issuer::User {
-            id: kernel::UserId(0),
-            name: "operator".into(),
-            active: true,
-            permissions: kernel::caller::Permissions::All,
-        },
-    }
-}
-
 /// The name of a table's auto-number sequence.
 pub(crate) fn sequence(table: Uuid) -> String {
     format!("data_seq_{}", table.simple())
@@ -209,15 +193,14 @@ impl DataService {
         self.insert(caller, table, body, SOURCE_API).await
     }
 
-    /// Adds `records` to an empty table as the operator (source `admin`), for demo data; says
-    /// whether it did.
-    pub async fn seed(&self, tenant: kernel::TenantId, table: Uuid, records: &[Value]) -> Result<bool> {
-        if self.first_record(tenant, table).await?.is_some() {
+    /// Adds `records` to an empty table as the operator (`Caller::operator`, source `admin`),
+    /// for demo data; says whether it did.
+    pub async fn seed(&self, operator: &Caller, table: Uuid, records: &[Value]) -> Result<bool> {
+        if self.first_record(operator.tenant_id, table).await?.is_some() {
             return Ok(false);
         }
-        let operator = operator(tenant);
         for data in records {
-            self.insert(&operator, table, &json!({ "data": data }), SOURCE_ADMIN).await?;
+            self.insert(operator, table, &json!({ "data": data }), SOURCE_ADMIN).await?;
         }
         Ok(true)
     }

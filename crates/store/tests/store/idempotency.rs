@@ -221,6 +221,7 @@ async fn a_concurrent_repeat_is_a_conflict() {
 fn caller() -> kernel::Caller {
     kernel::Caller {
         tenant_id: TENANT,
+        calling_code: "255".into(),
         key_id: kernel::ApiKeyId(1),
         key_name: "test".into(),
         credential: kernel::CredentialKind::RestKey,
