@@ -279,8 +279,11 @@ pub(crate) async fn views(
     now: OffsetDateTime,
 ) -> Result<Vec<Lead>, Error> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let tenants: Vec<i64> = rows.iter().map(|r| r.tenant_id).collect();
     let linked: Vec<(Uuid, i64, String, String)> = lead_label_links::table
         .inner_join(lead_labels::table)
+        .filter(lead_label_links::tenant_id.eq_any(&tenants))
+        .filter(lead_labels::tenant_id.eq_any(&tenants))
         .filter(lead_label_links::lead_id.eq_any(&ids))
         .order((lead_labels::name, lead_labels::id))
         .select((lead_label_links::lead_id, lead_labels::id, lead_labels::name, lead_labels::color))

@@ -63,6 +63,7 @@ diesel::table! {
         lead_id -> Uuid,
         label_id -> BigInt,
         created_at -> Timestamptz,
+        tenant_id -> BigInt,
     }
 }
 

@@ -442,12 +442,13 @@ impl Rows {
                      locked_by = NULL, locked_until = NULL, last_status = r.status,
                      last_error = r.error, updated_at = $11
                  FROM r, webhooks w
-                 WHERE d.id = r.id AND d.locked_by = $10 AND w.id = d.webhook_id
+                 WHERE d.id = r.id AND d.locked_by = $10 AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
              )
-             INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status, duration_ms, error, response_excerpt)
-             SELECT r.id, r.number, r.at, r.status, r.duration_ms, r.error, r.excerpt
+             INSERT INTO webhook_attempts (tenant_id, delivery_id, number, attempted_at, status, duration_ms, error,
+                                           response_excerpt)
+             SELECT d.tenant_id, r.id, r.number, r.at, r.status, r.duration_ms, r.error, r.excerpt
              FROM r JOIN webhook_deliveries d ON d.id = r.id
-             ON CONFLICT (delivery_id, number) DO NOTHING",
+             ON CONFLICT (delivery_id, number, tenant_id) DO NOTHING",
         )
         .bind::<Array<SqlUuid>, _>(self.ids)
         .bind::<Array<Text>, _>(self.states)

@@ -47,6 +47,7 @@ diesel::table! {
         duration_ms -> Integer,
         error -> Nullable<Text>,
         response_excerpt -> Nullable<Text>,
+        tenant_id -> BigInt,
     }
 }
 
