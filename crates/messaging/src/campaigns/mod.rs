@@ -145,10 +145,16 @@ impl CampaignRef {
     }
 }
 
-async fn group_summary(conn: &mut store::Conn, group: Option<i64>) -> Result<Option<GroupSummary>, Error> {
+/// The campaign's group, read within the campaign's tenant.
+async fn group_summary(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    group: Option<i64>,
+) -> Result<Option<GroupSummary>, Error> {
     let Some(group) = group else { return Ok(None) };
     let found: Option<(i64, Uuid, String)> = contact_groups::table
-        .find(group)
+        .filter(contact_groups::tenant_id.eq(tenant.0))
+        .filter(contact_groups::id.eq(group))
         .select((contact_groups::id, contact_groups::uid, contact_groups::name))
         .first(conn)
         .await
@@ -164,7 +170,7 @@ pub(crate) fn event_payload(campaign: Campaign, reason: Option<String>) -> serde
 async fn emit(conn: &mut store::Conn, name: &str, row: CampaignRow, now: OffsetDateTime) -> Result<(), Error> {
     let tenant = TenantId(row.tenant_id);
     let reason = row.status_reason.clone();
-    let group = group_summary(conn, row.contact_group_id).await?;
+    let group = group_summary(conn, tenant, row.contact_group_id).await?;
     store::outbox::emit(conn, tenant, name, event_payload(row.into_campaign(group), reason), now).await?;
     Ok(())
 }
@@ -274,7 +280,7 @@ impl MessagingService {
             .await?;
         let mut campaigns = Vec::with_capacity(rows.len());
         for row in rows {
-            let group = group_summary(&mut conn, row.contact_group_id).await?;
+            let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
             campaigns.push(row.into_campaign(group));
         }
         Ok(CampaignsCreated { campaigns })
@@ -308,7 +314,7 @@ impl MessagingService {
     pub async fn campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
         let mut conn = self.conn().await?;
         let row = Self::campaign_row(&mut conn, caller.tenant_id, campaign).await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 
@@ -345,7 +351,7 @@ impl MessagingService {
                 Ok(row)
             })
             .await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 
@@ -394,7 +400,7 @@ impl MessagingService {
                 Self::campaign_row(conn, tenant, &CampaignRef::Id(row.id)).await
             })
             .await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 }
