@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::schema::{lead_identities, lead_label_links, lead_labels, leads, users};
+use crate::schema::{lead_identities, lead_label_links, lead_labels, leads};
 
 /// The contract's stages, in pipeline order.
 pub const STAGES: [(&str, &str); 7] = [
@@ -293,18 +293,12 @@ pub(crate) async fn views(
     for (lead, id, name, color) in linked {
         labels.entry(lead).or_default().push(Label { id, name, color });
     }
-    let assignee_ids: Vec<i64> = rows.iter().filter_map(|r| r.assigned_to).collect();
-    let names: BTreeMap<i64, String> = if assignee_ids.is_empty() {
-        BTreeMap::new()
-    } else {
-        users::table
-            .filter(users::id.eq_any(&assignee_ids))
-            .select((users::id, users::name))
-            .load::<(i64, String)>(conn)
-            .await?
-            .into_iter()
-            .collect()
-    };
+    let mut names: BTreeMap<i64, String> = BTreeMap::new();
+    for tenant in tenants.iter().collect::<std::collections::BTreeSet<_>>() {
+        let assignee_ids: Vec<i64> =
+            rows.iter().filter(|r| r.tenant_id == *tenant).filter_map(|r| r.assigned_to).collect();
+        names.extend(accounts::users::names(conn, TenantId(*tenant), &assignee_ids).await?);
+    }
     Ok(rows
         .into_iter()
         .map(|row| {
