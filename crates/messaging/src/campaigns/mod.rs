@@ -4,7 +4,6 @@
 
 mod dispatch;
 
-use ::contacts::schema::contact_groups;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Permission, TenantId};
@@ -152,14 +151,8 @@ async fn group_summary(
     group: Option<i64>,
 ) -> Result<Option<GroupSummary>, Error> {
     let Some(group) = group else { return Ok(None) };
-    let found: Option<(i64, Uuid, String)> = contact_groups::table
-        .filter(contact_groups::tenant_id.eq(tenant.0))
-        .filter(contact_groups::id.eq(group))
-        .select((contact_groups::id, contact_groups::uid, contact_groups::name))
-        .first(conn)
-        .await
-        .optional()?;
-    Ok(found.map(|(id, uid, name)| GroupSummary { id, uid, name }))
+    let found = ::contacts::group::name_of(conn, tenant, group).await?;
+    Ok(found.map(|g| GroupSummary { id: g.id, uid: g.uid, name: g.name }))
 }
 
 /// The payload of `campaign.completed` and `campaign.failed`.
@@ -211,13 +204,11 @@ impl MessagingService {
         }
         let mut conn = self.conn().await?;
         // contract: inactive groups count as unresolved (the issue); ids and uids of one group collapse
-        let mut groups: Vec<(i64, Uuid, String)> = contact_groups::table
-            .filter(contact_groups::tenant_id.eq(tenant.0))
-            .filter(contact_groups::status.eq("active"))
-            .filter(contact_groups::id.eq_any(&ids).or(contact_groups::uid.eq_any(&uids)))
-            .select((contact_groups::id, contact_groups::uid, contact_groups::name))
-            .load(&mut conn)
-            .await?;
+        let mut groups: Vec<(i64, Uuid, String)> = ::contacts::group::active_among(&mut conn, tenant, &ids, &uids)
+            .await?
+            .into_iter()
+            .map(|g| (g.id, g.uid, g.name))
+            .collect();
         if groups.is_empty() {
             return Err(Error::not_found("Contact group"));
         }
