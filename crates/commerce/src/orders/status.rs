@@ -79,7 +79,7 @@ impl CommerceService {
             let previous = row.status.clone();
             let cause = format!("order {} {status}", row.id);
             let row = move_hold(conn, row, hold_for(status), &cause, now).await?;
-            let row: Row = diesel::update(orders::table.find(row.id))
+            let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
                 .set((orders::status.eq(status), orders::updated_at.eq(now)))
                 .returning(Row::as_returning())
                 .get_result(conn)
@@ -262,7 +262,7 @@ async fn move_hold(
     let shop = shop_of(conn, kernel::TenantId(row.tenant_id), row.catalogue_id).await?;
     stock::check_low(conn, &shop, &products, now).await?;
     let expires = (target == "held").then(|| now + time::Duration::hours(row.reservation_ttl_hours.into()));
-    let row: Row = diesel::update(orders::table.find(row.id))
+    let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
         .set((orders::hold.eq(target), orders::hold_expires_at.eq(expires)))
         .returning(Row::as_returning())
         .get_result(conn)

@@ -298,7 +298,13 @@ impl MessagingService {
         campaign: &CampaignRef,
     ) -> Result<CampaignRow, Error> {
         let row = Self::campaign_row(conn, tenant, campaign).await?;
-        Ok(campaigns::table.find(row.id).for_update().select(CampaignRow::as_select()).first(conn).await?)
+        Ok(campaigns::table
+            .find(row.id)
+            .filter(campaigns::tenant_id.eq(row.tenant_id))
+            .for_update()
+            .select(CampaignRow::as_select())
+            .first(conn)
+            .await?)
     }
 
     /// `GET /campaign/{uid}/view`.
@@ -327,16 +333,17 @@ impl MessagingService {
                     )));
                 }
                 let token = Uuid::new_v4();
-                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("running"),
-                        campaigns::status_reason.eq(None::<String>),
-                        campaigns::dispatch_token.eq(token),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
+                let row: CampaignRow =
+                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
+                        .set((
+                            campaigns::status.eq("running"),
+                            campaigns::status_reason.eq(None::<String>),
+                            campaigns::dispatch_token.eq(token),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await?;
                 let job = DispatchCampaign { campaign_id: row.id, token };
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
                 Ok(row)
@@ -360,16 +367,17 @@ impl MessagingService {
                 if row.status == "completed" || row.status == "cancelled" {
                     return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
                 }
-                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("cancelled"),
-                        campaigns::status_reason.eq("Cancelled through the API."),
-                        campaigns::dispatch_token.eq(Uuid::new_v4()),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
+                let row: CampaignRow =
+                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
+                        .set((
+                            campaigns::status.eq("cancelled"),
+                            campaigns::status_reason.eq("Cancelled through the API."),
+                            campaigns::dispatch_token.eq(Uuid::new_v4()),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await?;
                 let dropped: Vec<Message> = diesel::update(
                     messages::table
                         .filter(messages::campaign_id.eq(row.id))
