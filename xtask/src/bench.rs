@@ -277,7 +277,7 @@ static WORKLOADS: [Workload; 13] = [
         max_seconds: Some(5.0),
         raw_sql: "authentication lookup; BEGIN; INSERT catalogue_brands and catalogue_categories ... SELECT FROM \
                   unnest ON CONFLICT DO NOTHING; one INSERT INTO products ... SELECT FROM unnest(5,000 rows) JOIN \
-                  brands and categories ON CONFLICT (catalogue_id, sku) DO UPDATE, with a 'sync' stock_movements row \
+                  brands and categories ON CONFLICT (catalogue_id, sku, tenant_id) DO UPDATE, with a 'sync' stock_movements row \
                   per product created (same statement); COMMIT",
     },
     Workload {

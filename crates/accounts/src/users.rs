@@ -1,6 +1,6 @@
 //! Users: the people who issue keys. A key may never do more than its issuer may do now.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -81,6 +81,33 @@ pub async fn get(conn: &mut Conn, user: UserId) -> Result<User, Error> {
         .await
         .optional()?
         .ok_or_else(|| Error::not_found("User"))
+}
+
+/// The user `user` of `tenant`; another tenant's user is not found.
+pub async fn of_tenant(conn: &mut Conn, tenant: TenantId, user: UserId) -> Result<User, Error> {
+    users::table
+        .filter(users::tenant_id.eq(tenant.0))
+        .filter(users::id.eq(user.0))
+        .select(User::as_select())
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or_else(|| Error::not_found("User"))
+}
+
+/// The names of the users of `tenant` among `ids` (for showing who a record names).
+pub async fn names(conn: &mut Conn, tenant: TenantId, ids: &[i64]) -> Result<BTreeMap<i64, String>, Error> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    Ok(users::table
+        .filter(users::tenant_id.eq(tenant.0))
+        .filter(users::id.eq_any(ids))
+        .select((users::id, users::name))
+        .load::<(i64, String)>(conn)
+        .await?
+        .into_iter()
+        .collect())
 }
 
 /// Takes effect on the issuer's keys at their next request.

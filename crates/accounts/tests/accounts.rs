@@ -206,3 +206,21 @@ async fn the_default_calling_code_is_255_until_set() {
         assert!(tenants::set_default_country_code(&mut conn, tenant, bad).await.is_err(), "{bad:?}");
     }
 }
+
+#[tokio::test]
+async fn a_user_is_read_within_its_tenant_only() {
+    let (_db, pool) = setup().await;
+    let mut conn = store::connect(&pool).await.expect("conn");
+    let acme = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
+    let globex = TenantId(tenants::create(&mut conn, "Globex", "TZS").await.expect("tenant").id);
+    let ann = users::create(&mut conn, acme, "Ann", &Permissions::All).await.expect("user").id;
+    let bob = users::create(&mut conn, globex, "Bob", &Permissions::All).await.expect("user").id;
+
+    assert_eq!(users::of_tenant(&mut conn, acme, UserId(ann)).await.expect("ann").name, "Ann");
+    let other = users::of_tenant(&mut conn, acme, UserId(bob)).await.expect_err("another tenant's user");
+    assert_eq!(other.kind, ErrorKind::NotFound);
+
+    let names = users::names(&mut conn, acme, &[ann, bob, 999_999]).await.expect("names");
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), vec![(ann, "Ann".to_owned())]);
+    assert!(users::names(&mut conn, acme, &[]).await.expect("names").is_empty());
+}

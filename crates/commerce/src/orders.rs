@@ -160,8 +160,9 @@ impl Order {
     }
 }
 
-pub(crate) async fn lines_of(conn: &mut store::Conn, order: i64) -> Result<Vec<LineRow>, Error> {
+pub(crate) async fn lines_of(conn: &mut store::Conn, tenant: i64, order: i64) -> Result<Vec<LineRow>, Error> {
     Ok(order_lines::table
+        .filter(order_lines::tenant_id.eq(tenant))
         .filter(order_lines::order_id.eq(order))
         .order(order_lines::position)
         .select(LineRow::as_select())
@@ -170,7 +171,7 @@ pub(crate) async fn lines_of(conn: &mut store::Conn, order: i64) -> Result<Vec<L
 }
 
 pub(crate) async fn view(conn: &mut store::Conn, row: Row) -> Result<Order, Error> {
-    let lines = lines_of(conn, row.id).await?;
+    let lines = lines_of(conn, row.tenant_id, row.id).await?;
     Ok(Order::of(row, lines))
 }
 

@@ -77,6 +77,7 @@ diesel::table! {
         state -> Text,
         problem -> Nullable<Text>,
         updated_at -> Timestamptz,
+        tenant_id -> BigInt,
     }
 }
 
@@ -159,6 +160,7 @@ diesel::table! {
         reserved -> Integer,
         stock_short -> Bool,
         unresolved -> Bool,
+        tenant_id -> BigInt,
     }
 }
 

@@ -530,14 +530,15 @@ async fn retire_absent(
     let retired: Count = diesel::sql_query(
         "WITH gone AS (
              UPDATE products SET retired_at = $3, updated_at = $3
-             WHERE catalogue_id = $1 AND retired_at IS NULL AND NOT (sku = ANY($2))
+             WHERE tenant_id = $4 AND catalogue_id = $1 AND retired_at IS NULL AND NOT (sku = ANY($2))
              RETURNING id),
-         unlisted AS (DELETE FROM product_listings WHERE product_id IN (SELECT id FROM gone))
+         unlisted AS (DELETE FROM product_listings WHERE tenant_id = $4 AND product_id IN (SELECT id FROM gone))
          SELECT count(*) AS n FROM gone",
     )
     .bind::<BigInt, _>(shop.id)
     .bind::<Array<Text>, _>(&present)
     .bind::<Timestamptz, _>(now)
+    .bind::<BigInt, _>(shop.tenant_id)
     .get_result(conn)
     .await?;
     Ok(retired.n as i32)

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -202,4 +203,41 @@ pub(crate) fn find(tenant: TenantId, group: GroupRef) -> contact_groups::BoxedQu
         GroupRef::Id(id) => query.filter(contact_groups::id.eq(id)),
         GroupRef::Uid(uid) => query.filter(contact_groups::uid.eq(uid)),
     }
+}
+
+/// What another domain shows of a group (a campaign's `contact_group`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupName {
+    pub id: i64,
+    pub uid: Uuid,
+    pub name: String,
+}
+
+/// The group `id` of `tenant`, whatever its status; another tenant's is `None`.
+pub async fn name_of(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<Option<GroupName>, Error> {
+    let found: Option<(i64, Uuid, String)> = contact_groups::table
+        .filter(contact_groups::tenant_id.eq(tenant.0))
+        .filter(contact_groups::id.eq(id))
+        .select((contact_groups::id, contact_groups::uid, contact_groups::name))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(found.map(|(id, uid, name)| GroupName { id, uid, name }))
+}
+
+/// The active groups of `tenant` named by any of `ids` or `uids`, each once, in no order.
+pub async fn active_among(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    ids: &[i64],
+    uids: &[Uuid],
+) -> Result<Vec<GroupName>, Error> {
+    let found: Vec<(i64, Uuid, String)> = contact_groups::table
+        .filter(contact_groups::tenant_id.eq(tenant.0))
+        .filter(contact_groups::status.eq("active"))
+        .filter(contact_groups::id.eq_any(ids).or(contact_groups::uid.eq_any(uids)))
+        .select((contact_groups::id, contact_groups::uid, contact_groups::name))
+        .load(conn)
+        .await?;
+    Ok(found.into_iter().map(|(id, uid, name)| GroupName { id, uid, name }).collect())
 }

@@ -222,16 +222,17 @@ impl ContactService {
             Some(fields) => serde_json::to_value(fields).map_err(Error::internal)?,
             None => row.custom_fields.clone(),
         };
-        let row: GroupRow = diesel::update(contact_groups::table.find(row.id))
-            .set((
-                contact_groups::name.eq(name.unwrap_or(row.name)),
-                contact_groups::status.eq(patch.status.unwrap_or(row.status)),
-                contact_groups::custom_fields.eq(fields),
-                contact_groups::updated_at.eq(self.clock.now()),
-            ))
-            .returning(GroupRow::as_returning())
-            .get_result(&mut conn)
-            .await?;
+        let row: GroupRow =
+            diesel::update(contact_groups::table.find(row.id).filter(contact_groups::tenant_id.eq(caller.tenant_id.0)))
+                .set((
+                    contact_groups::name.eq(name.unwrap_or(row.name)),
+                    contact_groups::status.eq(patch.status.unwrap_or(row.status)),
+                    contact_groups::custom_fields.eq(fields),
+                    contact_groups::updated_at.eq(self.clock.now()),
+                ))
+                .returning(GroupRow::as_returning())
+                .get_result(&mut conn)
+                .await?;
         Self::with_counts(&mut conn, caller.tenant_id, row).await
     }
 
@@ -243,7 +244,13 @@ impl ContactService {
         conn.transaction(async |conn| {
             let row = Self::group_row(conn, tenant, group).await?;
             // Holds off concurrent adds while counting, so "empty" stays true until deleted.
-            contact_groups::table.find(row.id).select(contact_groups::id).for_update().first::<i64>(conn).await?;
+            contact_groups::table
+                .find(row.id)
+                .filter(contact_groups::tenant_id.eq(caller.tenant_id.0))
+                .select(contact_groups::id)
+                .for_update()
+                .first::<i64>(conn)
+                .await?;
             let count: i64 = contacts::table.filter(contacts::group_id.eq(row.id)).count().get_result(conn).await?;
             if count > 0 && !force {
                 return Err(Error::conflict(format!(
@@ -252,7 +259,9 @@ impl ContactService {
                 .with_detail("count", count));
             }
             diesel::delete(contacts::table.filter(contacts::group_id.eq(row.id))).execute(conn).await?;
-            diesel::delete(contact_groups::table.find(row.id)).execute(conn).await?;
+            diesel::delete(contact_groups::table.find(row.id).filter(contact_groups::tenant_id.eq(caller.tenant_id.0)))
+                .execute(conn)
+                .await?;
             Ok(DeletedGroup { id: row.id, uid: row.uid, deleted: true, contacts_deleted: count })
         })
         .await
@@ -406,7 +415,7 @@ impl ContactService {
         {
             return Err(duplicate(&uid, body.phone.as_ref().map_or("PHONE", |p| p.1)));
         }
-        let updated = diesel::update(contacts::table.find(row.id))
+        let updated = diesel::update(contacts::table.find(row.id).filter(contacts::tenant_id.eq(caller.tenant_id.0)))
             .set((
                 contacts::name.eq(&change.name),
                 contacts::country_code.eq(&change.country_code),
@@ -438,7 +447,9 @@ impl ContactService {
         let mut conn = self.conn().await?;
         let group = Self::group_row(&mut conn, caller.tenant_id, group).await?;
         let row = Self::contact_row(&mut conn, caller.tenant_id, group.id, contact).await?;
-        diesel::delete(contacts::table.find(row.id)).execute(&mut conn).await?;
+        diesel::delete(contacts::table.find(row.id).filter(contacts::tenant_id.eq(caller.tenant_id.0)))
+            .execute(&mut conn)
+            .await?;
         Ok(row.into_contact(group.uid))
     }
 

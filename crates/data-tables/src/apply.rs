@@ -120,6 +120,8 @@ struct StoredRecord {
 /// An index a table has or waits for (`data_indexes`).
 #[derive(QueryableByName)]
 struct IndexRow {
+    #[diesel(sql_type = BigInt)]
+    tenant_id: i64,
     #[diesel(sql_type = SqlUuid)]
     table_id: Uuid,
     #[diesel(sql_type = Text)]
@@ -315,7 +317,7 @@ impl DataService {
         }
         let old_rules = before.map(|t| unique_rules(&t.definition)).unwrap_or_default();
         if before.is_some() && unique_rules(definition) != old_rules {
-            rebuild_unique_keys(conn, id, definition).await?;
+            rebuild_unique_keys(conn, tenant, id, definition).await?;
         }
         self.plan_indexes(conn, tenant, id, definition).await?;
         Ok(id)
@@ -331,9 +333,11 @@ impl DataService {
         definition: &Definition,
     ) -> Result<()> {
         let current: Vec<IndexRow> = diesel::sql_query(
-            "SELECT table_id, column_key, index_name, expression FROM data_indexes WHERE table_id = $1",
+            "SELECT tenant_id, table_id, column_key, index_name, expression FROM data_indexes
+             WHERE tenant_id = $2 AND table_id = $1",
         )
         .bind::<SqlUuid, _>(table)
+        .bind::<BigInt, _>(tenant.0)
         .get_results(conn)
         .await?;
         let wanted = wanted_indexes(definition);
@@ -342,11 +346,14 @@ impl DataService {
             let kept = wanted.iter().any(|w| w.column_key == old.column_key && w.expression == old.expression);
             if !kept {
                 store::jobs::enqueue(conn, &DropIndex { index_name: old.index_name.clone() }, enqueue(tenant)).await?;
-                diesel::sql_query("DELETE FROM data_indexes WHERE table_id = $1 AND column_key = $2")
-                    .bind::<SqlUuid, _>(table)
-                    .bind::<Text, _>(&old.column_key)
-                    .execute(conn)
-                    .await?;
+                diesel::sql_query(
+                    "DELETE FROM data_indexes WHERE tenant_id = $3 AND table_id = $1 AND column_key = $2",
+                )
+                .bind::<SqlUuid, _>(table)
+                .bind::<Text, _>(&old.column_key)
+                .bind::<BigInt, _>(tenant.0)
+                .execute(conn)
+                .await?;
             }
         }
         for want in wanted {
@@ -355,14 +362,15 @@ impl DataService {
                 continue;
             }
             diesel::sql_query(
-                "INSERT INTO data_indexes (table_id, column_key, index_name, expression, status, updated_at)
-                 VALUES ($1, $2, $3, $4, 'building', $5)",
+                "INSERT INTO data_indexes (tenant_id, table_id, column_key, index_name, expression, status, updated_at)
+                 VALUES ($6, $1, $2, $3, $4, 'building', $5)",
             )
             .bind::<SqlUuid, _>(table)
             .bind::<Text, _>(&want.column_key)
             .bind::<Text, _>(index_name(table, &want.expression))
             .bind::<Text, _>(&want.expression)
             .bind::<Timestamptz, _>(now)
+            .bind::<BigInt, _>(tenant.0)
             .execute(conn)
             .await?;
             store::jobs::enqueue(conn, &BuildIndexes {}, enqueue(tenant)).await?;
@@ -386,16 +394,24 @@ fn unique_rules(definition: &Definition) -> Vec<(String, Vec<(String, &'static s
 
 /// Rewrites a table's unique keys from its live records; two records sharing a value refuse
 /// the whole apply.
-async fn rebuild_unique_keys(conn: &mut store::Conn, table: Uuid, definition: &Definition) -> Result<()> {
-    diesel::sql_query("DELETE FROM data_record_keys WHERE table_id = $1")
+async fn rebuild_unique_keys(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    table: Uuid,
+    definition: &Definition,
+) -> Result<()> {
+    diesel::sql_query("DELETE FROM data_record_keys WHERE tenant_id = $2 AND table_id = $1")
         .bind::<SqlUuid, _>(table)
+        .bind::<BigInt, _>(tenant.0)
         .execute(conn)
         .await?;
-    let records: Vec<StoredRecord> =
-        diesel::sql_query("SELECT id, data FROM data_records WHERE table_id = $1 AND deleted_at IS NULL")
-            .bind::<SqlUuid, _>(table)
-            .get_results(conn)
-            .await?;
+    let records: Vec<StoredRecord> = diesel::sql_query(
+        "SELECT id, data FROM data_records WHERE tenant_id = $2 AND table_id = $1 AND deleted_at IS NULL",
+    )
+    .bind::<SqlUuid, _>(table)
+    .bind::<BigInt, _>(tenant.0)
+    .get_results(conn)
+    .await?;
     let mut seen: BTreeMap<(String, String), Uuid> = BTreeMap::new();
     let (mut names, mut values, mut ids) = (Vec::new(), Vec::new(), Vec::new());
     for record in records {
@@ -414,13 +430,14 @@ async fn rebuild_unique_keys(conn: &mut store::Conn, table: Uuid, definition: &D
         }
     }
     diesel::sql_query(
-        "INSERT INTO data_record_keys (table_id, name, value, record_id)
-         SELECT $1, u.name, u.value, u.record_id FROM unnest($2::text[], $3::text[], $4::uuid[]) AS u (name, value, record_id)",
+        "INSERT INTO data_record_keys (tenant_id, table_id, name, value, record_id)
+         SELECT $5, $1, u.name, u.value, u.record_id FROM unnest($2::text[], $3::text[], $4::uuid[]) AS u (name, value, record_id)",
     )
     .bind::<SqlUuid, _>(table)
     .bind::<Array<Text>, _>(names)
     .bind::<Array<Text>, _>(values)
     .bind::<Array<SqlUuid>, _>(ids)
+    .bind::<BigInt, _>(tenant.0)
     .execute(conn)
     .await?;
     Ok(())
@@ -452,7 +469,7 @@ async fn unlock(conn: &mut store::Conn) -> Result<()> {
 
 async fn next_pending(conn: &mut store::Conn) -> Result<Option<IndexRow>> {
     let rows: Vec<IndexRow> = diesel::sql_query(
-        "SELECT table_id, column_key, index_name, expression FROM data_indexes
+        "SELECT tenant_id, table_id, column_key, index_name, expression FROM data_indexes
          WHERE status = 'building' ORDER BY updated_at, table_id, column_key LIMIT 1",
     )
     .get_results(conn)
@@ -499,7 +516,7 @@ async fn build(conn: &mut store::Conn, index: &IndexRow, now: time::OffsetDateTi
     };
     diesel::sql_query(
         "UPDATE data_indexes SET status = $3, error = $4, updated_at = $5
-         WHERE table_id = $1 AND column_key = $2 AND index_name = $6",
+         WHERE tenant_id = $7 AND table_id = $1 AND column_key = $2 AND index_name = $6",
     )
     .bind::<SqlUuid, _>(index.table_id)
     .bind::<Text, _>(&index.column_key)
@@ -507,6 +524,7 @@ async fn build(conn: &mut store::Conn, index: &IndexRow, now: time::OffsetDateTi
     .bind::<Nullable<Text>, _>(error)
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(&index.index_name)
+    .bind::<BigInt, _>(index.tenant_id)
     .execute(conn)
     .await?;
     Ok(())

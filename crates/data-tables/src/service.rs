@@ -113,7 +113,8 @@ impl Table {
 /// A table's columns, and its indexes' statuses read in the same query.
 pub(crate) const TABLE_COLUMNS: &str = "id, tenant_id, group_id, slug, name, description, icon, position, definition,
     sort_index_threshold, created_at, updated_at,
-    (SELECT coalesce(jsonb_object_agg(i.column_key, i.status), '{}') FROM data_indexes i WHERE i.table_id = data_tables.id)
+    (SELECT coalesce(jsonb_object_agg(i.column_key, i.status), '{}') FROM data_indexes i
+        WHERE i.tenant_id = data_tables.tenant_id AND i.table_id = data_tables.id)
         AS indexes";
 
 pub(crate) enum TableKey<'a> {

@@ -31,7 +31,8 @@ pub(crate) async fn park(
     now: OffsetDateTime,
 ) -> Result<(), Error> {
     let pending: Option<Value> = lead_pending_updates::table
-        .find(lead)
+        .filter(lead_pending_updates::tenant_id.eq(tenant.0))
+        .filter(lead_pending_updates::lead_id.eq(lead))
         .select(lead_pending_updates::changes)
         .for_update()
         .first(conn)
@@ -50,13 +51,17 @@ pub(crate) async fn park(
                     }
                 }
             }
-            diesel::update(lead_pending_updates::table.find(lead))
-                .set((
-                    lead_pending_updates::changes.eq(Value::Object(folded)),
-                    lead_pending_updates::actor.eq(actor.json()),
-                ))
-                .execute(conn)
-                .await?;
+            diesel::update(
+                lead_pending_updates::table
+                    .filter(lead_pending_updates::tenant_id.eq(tenant.0))
+                    .filter(lead_pending_updates::lead_id.eq(lead)),
+            )
+            .set((
+                lead_pending_updates::changes.eq(Value::Object(folded)),
+                lead_pending_updates::actor.eq(actor.json()),
+            ))
+            .execute(conn)
+            .await?;
         }
         _ => {
             diesel::insert_into(lead_pending_updates::table)
@@ -67,7 +72,7 @@ pub(crate) async fn park(
                     lead_pending_updates::actor.eq(actor.json()),
                     lead_pending_updates::first_at.eq(now),
                 ))
-                .on_conflict(lead_pending_updates::lead_id)
+                .on_conflict((lead_pending_updates::lead_id, lead_pending_updates::tenant_id))
                 .do_update()
                 .set(lead_pending_updates::changes.eq(Value::Object(changes.clone())))
                 .execute(conn)

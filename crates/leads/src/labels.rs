@@ -312,6 +312,7 @@ pub(crate) async fn link(
         };
         let linked = diesel::insert_into(lead_label_links::table)
             .values((
+                lead_label_links::tenant_id.eq(tenant.0),
                 lead_label_links::lead_id.eq(lead),
                 lead_label_links::label_id.eq(label.id),
                 lead_label_links::created_at.eq(now),
@@ -343,8 +344,13 @@ async fn name_taken(conn: &mut store::Conn, tenant: TenantId, name: &str, except
     Ok(found.is_some_and(|label| label.id != except))
 }
 
-async fn lead_count(conn: &mut store::Conn, label: i64) -> Result<i64, Error> {
-    Ok(lead_label_links::table.filter(lead_label_links::label_id.eq(label)).count().get_result(conn).await?)
+async fn lead_count(conn: &mut store::Conn, tenant: TenantId, label: i64) -> Result<i64, Error> {
+    Ok(lead_label_links::table
+        .filter(lead_label_links::tenant_id.eq(tenant.0))
+        .filter(lead_label_links::label_id.eq(label))
+        .count()
+        .get_result(conn)
+        .await?)
 }
 
 impl LeadService {
@@ -360,6 +366,7 @@ impl LeadService {
             .await?;
         let counts: BTreeMap<i64, i64> = lead_label_links::table
             .inner_join(lead_labels::table)
+            .filter(lead_label_links::tenant_id.eq(tenant.0))
             .filter(lead_labels::tenant_id.eq(tenant.0))
             .group_by(lead_label_links::label_id)
             .select((lead_label_links::label_id, diesel::dsl::count_star()))
@@ -436,7 +443,7 @@ impl LeadService {
             Err(DieselError::NotFound) => return Err(Error::not_found("Lead label")),
             Err(other) => return Err(other.into()),
         };
-        let count = lead_count(&mut conn, id).await?;
+        let count = lead_count(&mut conn, caller.tenant_id, id).await?;
         Ok(row.with_count(count))
     }
 
@@ -448,7 +455,7 @@ impl LeadService {
         let tenant = caller.tenant_id;
         conn.transaction::<_, Error, _>(async |conn| {
             let current = label_row(conn, tenant, id).await?;
-            let count = lead_count(conn, id).await?;
+            let count = lead_count(conn, tenant, id).await?;
             diesel::delete(
                 lead_labels::table.filter(lead_labels::tenant_id.eq(tenant.0)).filter(lead_labels::id.eq(id)),
             )
@@ -498,6 +505,8 @@ impl LeadService {
             lead::locked(conn, tenant, id, &actor).await?;
             let removed: Vec<Label> = lead_label_links::table
                 .inner_join(lead_labels::table)
+                .filter(lead_label_links::tenant_id.eq(tenant.0))
+                .filter(lead_labels::tenant_id.eq(tenant.0))
                 .filter(lead_label_links::lead_id.eq(id))
                 .filter(
                     diesel::dsl::sql::<Bool>("lower(lead_labels.name) = ANY (SELECT lower(n) FROM unnest(")
@@ -515,6 +524,7 @@ impl LeadService {
             if !ids.is_empty() {
                 diesel::delete(
                     lead_label_links::table
+                        .filter(lead_label_links::tenant_id.eq(tenant.0))
                         .filter(lead_label_links::lead_id.eq(id))
                         .filter(lead_label_links::label_id.eq_any(&ids)),
                 )

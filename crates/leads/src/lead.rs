@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::schema::{lead_identities, lead_label_links, lead_labels, leads, users};
+use crate::schema::{lead_identities, lead_label_links, lead_labels, leads};
 
 /// The contract's stages, in pipeline order.
 pub const STAGES: [(&str, &str); 7] = [
@@ -279,8 +279,11 @@ pub(crate) async fn views(
     now: OffsetDateTime,
 ) -> Result<Vec<Lead>, Error> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let tenants: Vec<i64> = rows.iter().map(|r| r.tenant_id).collect();
     let linked: Vec<(Uuid, i64, String, String)> = lead_label_links::table
         .inner_join(lead_labels::table)
+        .filter(lead_label_links::tenant_id.eq_any(&tenants))
+        .filter(lead_labels::tenant_id.eq_any(&tenants))
         .filter(lead_label_links::lead_id.eq_any(&ids))
         .order((lead_labels::name, lead_labels::id))
         .select((lead_label_links::lead_id, lead_labels::id, lead_labels::name, lead_labels::color))
@@ -290,18 +293,12 @@ pub(crate) async fn views(
     for (lead, id, name, color) in linked {
         labels.entry(lead).or_default().push(Label { id, name, color });
     }
-    let assignee_ids: Vec<i64> = rows.iter().filter_map(|r| r.assigned_to).collect();
-    let names: BTreeMap<i64, String> = if assignee_ids.is_empty() {
-        BTreeMap::new()
-    } else {
-        users::table
-            .filter(users::id.eq_any(&assignee_ids))
-            .select((users::id, users::name))
-            .load::<(i64, String)>(conn)
-            .await?
-            .into_iter()
-            .collect()
-    };
+    let mut names: BTreeMap<i64, String> = BTreeMap::new();
+    for tenant in tenants.iter().collect::<std::collections::BTreeSet<_>>() {
+        let assignee_ids: Vec<i64> =
+            rows.iter().filter(|r| r.tenant_id == *tenant).filter_map(|r| r.assigned_to).collect();
+        names.extend(accounts::users::names(conn, TenantId(*tenant), &assignee_ids).await?);
+    }
     Ok(rows
         .into_iter()
         .map(|row| {

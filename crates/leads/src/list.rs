@@ -108,6 +108,7 @@ impl LeadService {
                 let names: Vec<String> = labels.iter().map(|l| l.to_lowercase()).collect();
                 let tagged = lead_label_links::table
                     .inner_join(lead_labels::table)
+                    .filter(lead_label_links::tenant_id.eq(tenant))
                     .filter(lead_labels::tenant_id.eq(tenant))
                     .filter(
                         lead_labels::id.eq_any(ids).or(sql::<Bool>("lower(lead_labels.name) = ANY(")

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::identity::normalize_email;
 use crate::lead::{self, Lead, closes, is_stage, needs_reason};
-use crate::schema::{lead_activities, lead_identities, leads, users};
+use crate::schema::{lead_activities, lead_identities, leads};
 use crate::service::LeadService;
 use crate::timeline::{self, Activity, LeadEvent};
 
@@ -442,17 +442,13 @@ impl LeadService {
         let actor = self.access(&mut conn, caller, Permission::LEADS_ASSIGN).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
         if let Some(user) = input.user_id {
-            let known: Option<i64> = users::table
-                .filter(users::id.eq(user))
-                .filter(users::tenant_id.eq(tenant.0))
-                .select(users::id)
-                .first(&mut conn)
-                .await
-                .optional()?;
-            if known.is_none() {
-                return Err(
-                    Error::field("user_id", "No user of this workspace has this id.").with_reason("assignee_unknown")
-                );
+            match accounts::users::of_tenant(&mut conn, tenant, kernel::UserId(user)).await {
+                Ok(_) => {}
+                Err(e) if e.kind == kernel::ErrorKind::NotFound => {
+                    return Err(Error::field("user_id", "No user of this workspace has this id.")
+                        .with_reason("assignee_unknown"));
+                }
+                Err(e) => return Err(e),
             }
         }
         conn.transaction::<_, Error, _>(async |conn| {

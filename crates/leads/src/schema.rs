@@ -63,6 +63,7 @@ diesel::table! {
         lead_id -> Uuid,
         label_id -> BigInt,
         created_at -> Timestamptz,
+        tenant_id -> BigInt,
     }
 }
 
@@ -94,24 +95,9 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    users (id) {
-        id -> BigInt,
-        tenant_id -> BigInt,
-        name -> Text,
-    }
-}
-
 diesel::joinable!(lead_label_links -> leads (lead_id));
 diesel::joinable!(lead_label_links -> lead_labels (label_id));
-diesel::allow_tables_to_appear_in_same_query!(
-    leads,
-    lead_identities,
-    lead_labels,
-    lead_label_links,
-    lead_activities,
-    users
-);
+diesel::allow_tables_to_appear_in_same_query!(leads, lead_identities, lead_labels, lead_label_links, lead_activities);
 
 diesel::table! {
     lead_pending_updates (lead_id) {

@@ -223,7 +223,8 @@ impl MessagingService {
         now: OffsetDateTime,
     ) -> Result<usize, Error> {
         let second = now.replace_nanosecond(0).unwrap_or(now);
-        let granted: Granted = diesel::sql_query("SELECT channel_take($1, $2, $3, $4) AS granted")
+        let granted: Granted = diesel::sql_query("SELECT channel_take($1, $2, $3, $4, $5) AS granted")
+            .bind::<BigInt, _>(channel.tenant_id)
             .bind::<BigInt, _>(channel.id)
             .bind::<Timestamptz, _>(second)
             .bind::<Integer, _>(i32::try_from(want).unwrap_or(i32::MAX))

@@ -55,7 +55,8 @@ impl Job for ApplyReceipts {
     async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
         let mut conn = state.conn().await?;
         let now = state.clock.now();
-        apply(&mut conn, self.channel_id, &self.receipts, now).await?;
+        let channel = channels::get(&mut conn, self.channel_id).await?;
+        apply(&mut conn, &channel, &self.receipts, now).await?;
         Ok(())
     }
 }
@@ -80,7 +81,7 @@ impl Job for CheckDelivery {
 /// for a message that has moved on (late) or that no message matches changes nothing.
 pub(crate) async fn apply(
     conn: &mut store::Conn,
-    channel_id: i64,
+    channel: &Channel,
     receipts: &[ReceiptItem],
     now: OffsetDateTime,
 ) -> Result<Vec<Message>, Error> {
@@ -93,24 +94,29 @@ pub(crate) async fn apply(
     conn.transaction(async |conn| {
         let done: Vec<Message> = diesel::sql_query(
             "UPDATE messages SET status = 'delivered', delivered_at = $3, updated_at = $3
-             WHERE tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND status = ANY($4) RETURNING *",
+             WHERE tenant_id = $5 AND tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND status = ANY($4)
+             RETURNING *",
         )
-        .bind::<BigInt, _>(channel_id)
+        .bind::<BigInt, _>(channel.id)
         .bind::<Array<Text>, _>(&delivered)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::Deliver.sources())
+        .bind::<BigInt, _>(channel.tenant_id)
         .get_results(conn)
         .await?;
         let lost: Vec<Message> = diesel::sql_query(
             "UPDATE messages m SET status = 'failed', error_message = 'Not delivered: ' || v.reason, updated_at = $4
              FROM unnest($2::text[], $3::text[]) AS v(gid, reason)
-             WHERE m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid AND m.status = ANY($5) RETURNING m.*",
+             WHERE m.tenant_id = $6 AND m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid
+               AND m.status = ANY($5)
+             RETURNING m.*",
         )
-        .bind::<BigInt, _>(channel_id)
+        .bind::<BigInt, _>(channel.id)
         .bind::<Array<Text>, _>(&failed)
         .bind::<Array<Text>, _>(&reasons)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::DeliveryFail.sources())
+        .bind::<BigInt, _>(channel.tenant_id)
         .get_results(conn)
         .await?;
         let changed: Vec<(Message, Delta)> = done
@@ -147,6 +153,7 @@ impl CallbackOutcome {
 }
 
 struct Logged<'a> {
+    tenant_id: i64,
     channel_id: i64,
     kind: &'static str,
     provider_message_id: Option<&'a str>,
@@ -159,6 +166,7 @@ struct Logged<'a> {
 async fn log(conn: &mut store::Conn, entry: Logged<'_>, now: OffsetDateTime) -> Result<(), Error> {
     diesel::insert_into(provider_callbacks::table)
         .values((
+            provider_callbacks::tenant_id.eq(entry.tenant_id),
             provider_callbacks::channel_id.eq(entry.channel_id),
             provider_callbacks::kind.eq(entry.kind),
             provider_callbacks::provider_message_id.eq(entry.provider_message_id),
@@ -177,14 +185,15 @@ async fn log(conn: &mut store::Conn, entry: Logged<'_>, now: OffsetDateTime) -> 
 /// Logs a callback that could not be read and says why, as the 422 to answer.
 async fn invalid(
     conn: &mut store::Conn,
-    channel_id: i64,
+    channel: &Channel,
     kind: &'static str,
     body: &[u8],
     now: OffsetDateTime,
     error: providers::CallbackError,
 ) -> Error {
     let entry = Logged {
-        channel_id,
+        tenant_id: channel.tenant_id,
+        channel_id: channel.id,
         kind,
         provider_message_id: None,
         provider_status: None,
@@ -214,17 +223,18 @@ impl MessagingService {
         let gateway = self.gateways.sms(&channel)?;
         let receipt = match gateway.parse_receipt(content_type, body) {
             Ok(receipt) => receipt,
-            Err(error) => return Err(invalid(&mut conn, channel.id, "delivery", body, now, error).await),
+            Err(error) => return Err(invalid(&mut conn, &channel, "delivery", body, now, error).await),
         };
         let gid = receipt.provider_message_id.replace('\0', "");
         let gid = gid.as_str();
         let changed = match &receipt.status {
             ReceiptStatus::Pending => Vec::new(),
-            status => apply(&mut conn, channel.id, &[ReceiptItem::new(gid.to_owned(), status)], now).await?,
+            status => apply(&mut conn, &channel, &[ReceiptItem::new(gid.to_owned(), status)], now).await?,
         };
         let message_id = match <[Message]>::first(&changed) {
             Some(m) => Some(m.id),
             None => messages::table
+                .filter(messages::tenant_id.eq(channel.tenant_id))
                 .filter(messages::tenant_channel_id.eq(channel.id))
                 .filter(messages::gateway_message_id.eq(gid))
                 .select(messages::id)
@@ -238,6 +248,7 @@ impl MessagingService {
             (true, None) => CallbackOutcome::Unknown,
         };
         let entry = Logged {
+            tenant_id: channel.tenant_id,
             channel_id: channel.id,
             kind: "delivery",
             provider_message_id: Some(gid),
@@ -266,11 +277,12 @@ impl MessagingService {
                 to: sms.to.replace('\0', ""),
                 text: sms.text.replace('\0', ""),
             },
-            Err(error) => return Err(invalid(&mut conn, channel.id, "inbound", body, now, error).await),
+            Err(error) => return Err(invalid(&mut conn, &channel, "inbound", body, now, error).await),
         };
         // A provider retrying a callback it thinks we missed: the message is stored once.
         if let Some(gid) = &sms.provider_message_id {
             let stored: Option<Message> = messages::table
+                .filter(messages::tenant_id.eq(channel.tenant_id))
                 .filter(messages::tenant_channel_id.eq(channel.id))
                 .filter(messages::direction.eq("inbound"))
                 .filter(messages::gateway_message_id.eq(gid))
@@ -280,6 +292,7 @@ impl MessagingService {
                 .optional()?;
             if let Some(stored) = stored {
                 let entry = Logged {
+                    tenant_id: channel.tenant_id,
                     channel_id: channel.id,
                     kind: "inbound",
                     provider_message_id: Some(gid),
@@ -335,6 +348,7 @@ impl MessagingService {
             // A retry of this callback that raced us stored it first (a unique index): that one counts.
             let Some(message) = inserted else {
                 return Ok(messages::table
+                    .filter(messages::tenant_id.eq(channel.tenant_id))
                     .filter(messages::tenant_channel_id.eq(channel.id))
                     .filter(messages::direction.eq("inbound"))
                     .filter(messages::gateway_message_id.eq(&sms.provider_message_id))
@@ -350,6 +364,7 @@ impl MessagingService {
                 blacklist::remove(conn, tenant, &from).await?;
             }
             let entry = Logged {
+                tenant_id: channel.tenant_id,
                 channel_id: channel.id,
                 kind: "inbound",
                 provider_message_id: sms.provider_message_id.as_deref(),
@@ -402,7 +417,7 @@ impl MessagingService {
                 })
                 .collect()
                 .await;
-            apply(&mut conn, channel_id, &answers, self.clock.now()).await?;
+            apply(&mut conn, &channel, &answers, self.clock.now()).await?;
         }
         Ok(())
     }

@@ -124,6 +124,7 @@ diesel::table! {
         outcome -> Text,
         body -> Text,
         received_at -> Timestamptz,
+        tenant_id -> BigInt,
     }
 }
 

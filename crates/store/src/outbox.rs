@@ -58,3 +58,35 @@ pub async fn emit_many(
     .await?;
     Ok(())
 }
+
+/// An event as the outbox keeps it.
+#[derive(diesel::QueryableByName, Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    pub tenant_id: i64,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+    #[diesel(sql_type = Jsonb)]
+    pub payload: serde_json::Value,
+    #[diesel(sql_type = Timestamptz)]
+    pub occurred_at: OffsetDateTime,
+}
+
+/// The events named by `(tenant, id)`, in no particular order; an unknown one is left out.
+pub async fn read(conn: &mut Conn, keys: &[(TenantId, Uuid)]) -> Result<Vec<StoredEvent>, kernel::Error> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (tenants, ids): (Vec<i64>, Vec<Uuid>) = keys.iter().map(|(tenant, id)| (tenant.0, *id)).unzip();
+    Ok(diesel::sql_query(
+        "SELECT e.id, e.tenant_id, e.name, e.payload, e.occurred_at
+         FROM unnest($1::bigint[], $2::uuid[]) AS k (tenant_id, id)
+         JOIN events e ON e.tenant_id = k.tenant_id AND e.id = k.id",
+    )
+    .bind::<diesel::sql_types::Array<BigInt>, _>(tenants)
+    .bind::<diesel::sql_types::Array<SqlUuid>, _>(ids)
+    .get_results(conn)
+    .await?)
+}

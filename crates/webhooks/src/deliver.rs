@@ -24,11 +24,14 @@ use crate::{WebhookService, catalogue};
 /// The channel the fan-out trigger notifies.
 pub const CHANNEL: &str = "svc_webhooks";
 
-/// A claimed delivery with what its attempt needs.
+/// A claimed delivery and its receiver, as the claim reads them; the event comes from the
+/// outbox (`store::outbox::read`).
 #[derive(diesel::QueryableByName, Debug, Clone)]
-struct Claimed {
+struct ClaimedRow {
     #[diesel(sql_type = SqlUuid)]
     id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    tenant_id: i64,
     #[diesel(sql_type = BigInt)]
     webhook_id: i64,
     #[diesel(sql_type = SqlUuid)]
@@ -47,9 +50,41 @@ struct Claimed {
     url_changed_at: OffsetDateTime,
     #[diesel(sql_type = Integer)]
     consecutive_failures: i32,
-    #[diesel(sql_type = Jsonb)]
+}
+
+impl ClaimedRow {
+    fn with_event(self, payload: Value, occurred_at: OffsetDateTime) -> Claimed {
+        Claimed {
+            id: self.id,
+            webhook_id: self.webhook_id,
+            event_id: self.event_id,
+            event: self.event,
+            attempts: self.attempts,
+            url: self.url,
+            secret: self.secret,
+            headers: self.headers,
+            url_changed_at: self.url_changed_at,
+            consecutive_failures: self.consecutive_failures,
+            payload,
+            occurred_at,
+        }
+    }
+}
+
+/// A claimed delivery with what its attempt needs.
+#[derive(Debug, Clone)]
+struct Claimed {
+    id: Uuid,
+    webhook_id: i64,
+    event_id: Uuid,
+    event: String,
+    attempts: i32,
+    url: String,
+    secret: String,
+    headers: Value,
+    url_changed_at: OffsetDateTime,
+    consecutive_failures: i32,
     payload: Value,
-    #[diesel(sql_type = Timestamptz)]
     occurred_at: OffsetDateTime,
 }
 
@@ -157,10 +192,10 @@ impl Deliverer {
              )
              UPDATE webhook_deliveries d
              SET attempts = d.attempts + 1, locked_by = $5, locked_until = $6, updated_at = $1
-             FROM locked l, webhooks w, events e
-             WHERE d.id = l.id AND w.id = d.webhook_id AND e.id = d.event_id
-             RETURNING d.id, d.webhook_id, d.event_id, d.event, d.attempts, w.url, w.secret, w.headers,
-                       w.url_changed_at, w.consecutive_failures, e.payload, e.occurred_at",
+             FROM locked l, webhooks w
+             WHERE d.id = l.id AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+             RETURNING d.id, d.tenant_id, d.webhook_id, d.event_id, d.event, d.attempts, w.url, w.secret,
+                       w.headers, w.url_changed_at, w.consecutive_failures",
         )
         .bind::<Timestamptz, _>(now)
         .bind::<Array<BigInt>, _>(self.saturated())
@@ -169,9 +204,26 @@ impl Deliverer {
         .bind::<SqlUuid, _>(self.id)
         .bind::<Timestamptz, _>(now + config.lease)
         .bind::<Integer, _>(config.pause_after)
-        .get_results(&mut conn)
+        .get_results::<ClaimedRow>(&mut conn)
         .await?;
-        Ok(claimed)
+        let keys: Vec<(TenantId, Uuid)> = claimed.iter().map(|c| (TenantId(c.tenant_id), c.event_id)).collect();
+        let events: HashMap<Uuid, (Value, OffsetDateTime)> = store::outbox::read(&mut conn, &keys)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, (e.payload, e.occurred_at)))
+            .collect();
+        Ok(claimed
+            .into_iter()
+            // one event may have several receivers' deliveries in the batch
+            .filter_map(|row| match events.get(&row.event_id) {
+                Some((payload, occurred_at)) => Some(row.with_event(payload.clone(), *occurred_at)),
+                // the fan-out writes a delivery with its event, and events are kept
+                None => {
+                    tracing::error!(delivery = %row.id, event = %row.event_id, "a delivery's event is missing");
+                    None
+                }
+            })
+            .collect())
     }
 
     /// Starts the attempt of one claimed delivery; its end goes to `done`.
@@ -442,12 +494,13 @@ impl Rows {
                      locked_by = NULL, locked_until = NULL, last_status = r.status,
                      last_error = r.error, updated_at = $11
                  FROM r, webhooks w
-                 WHERE d.id = r.id AND d.locked_by = $10 AND w.id = d.webhook_id
+                 WHERE d.id = r.id AND d.locked_by = $10 AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
              )
-             INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status, duration_ms, error, response_excerpt)
-             SELECT r.id, r.number, r.at, r.status, r.duration_ms, r.error, r.excerpt
+             INSERT INTO webhook_attempts (tenant_id, delivery_id, number, attempted_at, status, duration_ms, error,
+                                           response_excerpt)
+             SELECT d.tenant_id, r.id, r.number, r.at, r.status, r.duration_ms, r.error, r.excerpt
              FROM r JOIN webhook_deliveries d ON d.id = r.id
-             ON CONFLICT (delivery_id, number) DO NOTHING",
+             ON CONFLICT (delivery_id, number, tenant_id) DO NOTHING",
         )
         .bind::<Array<SqlUuid>, _>(self.ids)
         .bind::<Array<Text>, _>(self.states)

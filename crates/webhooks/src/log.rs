@@ -152,8 +152,9 @@ pub struct TestResult {
     pub error: Option<String>,
 }
 
-async fn attempts_of(conn: &mut store::Conn, ids: &[Uuid]) -> Result<Vec<Attempt>, Error> {
+async fn attempts_of(conn: &mut store::Conn, tenant: TenantId, ids: &[Uuid]) -> Result<Vec<Attempt>, Error> {
     Ok(webhook_attempts::table
+        .filter(webhook_attempts::tenant_id.eq(tenant.0))
         .filter(webhook_attempts::delivery_id.eq_any(ids))
         .order((webhook_attempts::delivery_id, webhook_attempts::number))
         .select(Attempt::as_select())
@@ -264,7 +265,7 @@ impl WebhookService {
             .load(&mut conn)
             .await?;
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let attempts = attempts_of(&mut conn, &ids).await?;
+        let attempts = attempts_of(&mut conn, caller.tenant_id, &ids).await?;
         Ok(Page::new(with_attempts(rows, attempts), page, total))
     }
 
@@ -272,7 +273,7 @@ impl WebhookService {
         caller.require(Permission::WEBHOOKS_VIEW)?;
         let mut conn = self.conn().await?;
         let row = self.delivery_row(&mut conn, caller.tenant_id, webhook, delivery).await?;
-        let attempts = attempts_of(&mut conn, &[row.id]).await?;
+        let attempts = attempts_of(&mut conn, caller.tenant_id, &[row.id]).await?;
         Ok(row.view(attempts))
     }
 
@@ -345,7 +346,7 @@ impl WebhookService {
         })
         .await?;
         let row = self.delivery_row(&mut conn, tenant, webhook, id).await?;
-        let attempts = attempts_of(&mut conn, &[row.id]).await?;
+        let attempts = attempts_of(&mut conn, tenant, &[row.id]).await?;
         Ok(row.view(attempts))
     }
 

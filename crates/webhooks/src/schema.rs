@@ -47,6 +47,7 @@ diesel::table! {
         duration_ms -> Integer,
         error -> Nullable<Text>,
         response_excerpt -> Nullable<Text>,
+        tenant_id -> BigInt,
     }
 }
 
@@ -61,16 +62,6 @@ diesel::table! {
     }
 }
 
-diesel::table! {
-    events (id) {
-        id -> Uuid,
-        tenant_id -> BigInt,
-        name -> Text,
-        payload -> Jsonb,
-        occurred_at -> Timestamptz,
-    }
-}
-
 diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
 diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
-diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries, webhook_attempts, events);
+diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries, webhook_attempts);

@@ -77,7 +77,8 @@ async fn list_on<S>(app: &TestApp<S>, product: i64, platform: &str, state: &str)
     use diesel_async::RunQueryDsl;
     let mut conn = store::connect(&app.pool).await.expect("connection");
     diesel::sql_query(
-        "INSERT INTO product_listings (product_id, platform, state, problem, updated_at) VALUES ($1, $2, $3, NULL, $4)",
+        "INSERT INTO product_listings (tenant_id, product_id, platform, state, problem, updated_at)
+         SELECT tenant_id, id, $2, $3, NULL, $4 FROM products WHERE id = $1",
     )
     .bind::<BigInt, _>(product)
     .bind::<Text, _>(platform)

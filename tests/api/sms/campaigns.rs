@@ -1181,3 +1181,35 @@ async fn another_accounts_campaigns_and_groups_are_not_found() {
     assert_eq!(counts(&view(&app, acme.key(), &c).await), state("completed", 1, 1, 0));
     assert_eq!(app.sandbox().calls(), 1);
 }
+
+#[actix_web::test]
+async fn a_campaign_names_only_a_group_of_its_own_account_and_loses_it_with_the_group() {
+    // The campaign's group summary is read within the campaign's tenant, and the schema holds
+    // the same rule: a campaign cannot be pointed at another account's group; deleting the
+    // group clears the reference and nothing else (issue 14, tenancy in the schema).
+    let app = spawn().await;
+    let acme = sms_account(&app, "all").await;
+    let other = sms_account(&app, "all").await;
+    let g = group_of(&app, acme.key(), "Ours", [320]).await;
+    let foreign = group_of(&app, other.key(), "Theirs", [321]).await;
+    let c = create_one(&app, acme.key(), &g, "Hi").await;
+    assert_eq!(c["contact_group"]["id"], g["id"]);
+
+    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let pointed =
+        diesel::sql_query(format!("UPDATE campaigns SET contact_group_id = {} WHERE id = {}", foreign["id"], c["id"]))
+            .execute(&mut conn)
+            .await;
+    let error = pointed.expect_err("another account's group is refused").to_string();
+    assert!(error.contains("foreign key"), "{error}");
+    assert_eq!(view(&app, acme.key(), &c).await["contact_group"], c["contact_group"]);
+    assert_error(&app.get(&format!("/api/v3/campaign/{}/view", str_of(&c, "uid")), other.key()).await, 404);
+
+    let res = app.delete(&format!("/api/v3/contact-groups/{}?force=true", g["id"]), acme.key()).await;
+    assert_status(&res, 200);
+    let after = view(&app, acme.key(), &c).await;
+    assert_eq!(after["contact_group"], Value::Null, "{after}");
+    assert_eq!(after["uid"], c["uid"]);
+    let rows = sql_rows(&app.pool, &format!("SELECT tenant_id FROM campaigns WHERE id = {}", c["id"])).await;
+    assert_eq!(rows, [json!({"tenant_id": acme.tenant().0})]);
+}

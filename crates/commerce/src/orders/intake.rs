@@ -191,7 +191,7 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
     let figures: HashMap<i64, Figures> = priced.into_iter().map(|p| (p.figures.id, p.figures)).collect();
     let held = stock::hold_locked(conn, &figures, &wanted, shop.allow_backorder, &why).await?;
     allocate(&mut lines, &held);
-    insert_lines(conn, row.id, &lines).await?;
+    insert_lines(conn, row.tenant_id, row.id, &lines).await?;
     let ids: Vec<i64> = wanted.iter().map(|(id, _)| *id).collect();
     stock::check_low(conn, shop, &ids, now).await?;
     schedule_expiry(conn, &row, expires).await?;
@@ -204,11 +204,11 @@ pub(crate) async fn schedule_expiry(conn: &mut store::Conn, row: &Row, at: Offse
     Ok(())
 }
 
-async fn insert_lines(conn: &mut store::Conn, order: i64, lines: &[LineRow]) -> Result<(), Error> {
+async fn insert_lines(conn: &mut store::Conn, tenant: i64, order: i64, lines: &[LineRow]) -> Result<(), Error> {
     diesel::sql_query(
-        "INSERT INTO order_lines (order_id, position, product_id, sku, name, quantity, unit_price_minor,
+        "INSERT INTO order_lines (tenant_id, order_id, position, product_id, sku, name, quantity, unit_price_minor,
              line_total_minor, currency, reserved, stock_short, unresolved)
-         SELECT $1, u.* FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[],
+         SELECT $13, $1, u.* FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[],
              $8::bigint[], $9::text[], $10::int[], $11::bool[], $12::bool[]) AS u",
     )
     .bind::<BigInt, _>(order)
@@ -223,6 +223,7 @@ async fn insert_lines(conn: &mut store::Conn, order: i64, lines: &[LineRow]) -> 
     .bind::<Array<Integer>, _>(lines.iter().map(|l| l.reserved).collect::<Vec<_>>())
     .bind::<Array<Bool>, _>(lines.iter().map(|l| l.stock_short).collect::<Vec<_>>())
     .bind::<Array<Bool>, _>(lines.iter().map(|l| l.unresolved).collect::<Vec<_>>())
+    .bind::<BigInt, _>(tenant)
     .execute(conn)
     .await?;
     Ok(())

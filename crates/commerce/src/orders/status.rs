@@ -79,7 +79,7 @@ impl CommerceService {
             let previous = row.status.clone();
             let cause = format!("order {} {status}", row.id);
             let row = move_hold(conn, row, hold_for(status), &cause, now).await?;
-            let row: Row = diesel::update(orders::table.find(row.id))
+            let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
                 .set((orders::status.eq(status), orders::updated_at.eq(now)))
                 .returning(Row::as_returning())
                 .get_result(conn)
@@ -154,6 +154,7 @@ impl CommerceService {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let mut lines: HashMap<i64, Vec<LineRow>> = HashMap::new();
         let found: Vec<LineRow> = order_lines::table
+            .filter(order_lines::tenant_id.eq(tenant))
             .filter(order_lines::order_id.eq_any(&ids))
             .order((order_lines::order_id, order_lines::position))
             .select(LineRow::as_select())
@@ -230,7 +231,7 @@ async fn move_hold(
         return Ok(row);
     }
     let why = OrderCause { order_id: row.id, cause, now };
-    let mut lines = lines_of(conn, row.id).await?;
+    let mut lines = lines_of(conn, row.tenant_id, row.id).await?;
     let holding = held_by_product(&lines);
     let policy = row.stock_policy.as_str();
     match (row.hold.as_str(), target) {
@@ -255,13 +256,13 @@ async fn move_hold(
             }
         }
     }
-    save_lines(conn, &lines).await?;
+    save_lines(conn, row.tenant_id, &lines).await?;
     let products: Vec<i64> =
         holding.iter().map(|(id, _)| *id).chain(wanted(&lines).iter().map(|(id, _)| *id)).collect();
     let shop = shop_of(conn, kernel::TenantId(row.tenant_id), row.catalogue_id).await?;
     stock::check_low(conn, &shop, &products, now).await?;
     let expires = (target == "held").then(|| now + time::Duration::hours(row.reservation_ttl_hours.into()));
-    let row: Row = diesel::update(orders::table.find(row.id))
+    let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
         .set((orders::hold.eq(target), orders::hold_expires_at.eq(expires)))
         .returning(Row::as_returning())
         .get_result(conn)
@@ -278,17 +279,18 @@ fn clear(lines: &mut [LineRow]) {
     }
 }
 
-async fn save_lines(conn: &mut store::Conn, lines: &[LineRow]) -> Result<(), Error> {
+async fn save_lines(conn: &mut store::Conn, tenant: i64, lines: &[LineRow]) -> Result<(), Error> {
     let Some(first) = lines.first() else { return Ok(()) };
     diesel::sql_query(
         "UPDATE order_lines l SET reserved = u.r, stock_short = u.s
          FROM unnest($2::int[], $3::int[], $4::bool[]) AS u(p, r, s)
-         WHERE l.order_id = $1 AND l.position = u.p",
+         WHERE l.tenant_id = $5 AND l.order_id = $1 AND l.position = u.p",
     )
     .bind::<BigInt, _>(first.order_id)
     .bind::<Array<Integer>, _>(lines.iter().map(|l| l.position).collect::<Vec<_>>())
     .bind::<Array<Integer>, _>(lines.iter().map(|l| l.reserved).collect::<Vec<_>>())
     .bind::<Array<Bool>, _>(lines.iter().map(|l| l.stock_short).collect::<Vec<_>>())
+    .bind::<BigInt, _>(tenant)
     .execute(conn)
     .await?;
     Ok(())

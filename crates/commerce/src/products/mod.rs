@@ -156,6 +156,7 @@ pub(crate) async fn views(conn: &mut store::Conn, shop: &Shop, ids: &[i64]) -> R
         .await?;
     let mut listings: HashMap<i64, Vec<Listing>> = HashMap::new();
     let found: Vec<Listing> = product_listings::table
+        .filter(product_listings::tenant_id.eq(shop.tenant_id))
         .filter(product_listings::product_id.eq_any(ids))
         .order((product_listings::product_id, product_listings::platform))
         .select(Listing::as_select())

@@ -106,7 +106,7 @@ impl CommerceService {
             let (change, created) = match (loaded, product) {
                 (Some(found), _) if !found.retired => {
                     let draft = input.apply(found.draft()).map_err(refused)?;
-                    if draft.sku != found.sku && is_live(conn, found.id).await? {
+                    if draft.sku != found.sku && is_live(conn, shop.tenant_id, found.id).await? {
                         return Err(Error::conflict("The sku is frozen: the product is live on a platform.")
                             .with_field("sku", "The sku cannot change while the product is live on a platform."));
                     }
@@ -161,7 +161,13 @@ impl CommerceService {
         conn.transaction::<_, Error, _>(async |conn| {
             let id = product.resolve(conn, shop.id).await?;
             let before = view(conn, &shop, id).await?;
-            diesel::delete(product_listings::table.filter(product_listings::product_id.eq(id))).execute(conn).await?;
+            diesel::delete(
+                product_listings::table
+                    .filter(product_listings::tenant_id.eq(shop.tenant_id))
+                    .filter(product_listings::product_id.eq(id)),
+            )
+            .execute(conn)
+            .await?;
             diesel::update(products::table.find(id))
                 .set((products::retired_at.eq(now), products::updated_at.eq(now)))
                 .execute(conn)
@@ -195,8 +201,9 @@ impl CommerceService {
 }
 
 /// Live on a platform: its code is frozen (contract: Product rules).
-async fn is_live(conn: &mut store::Conn, product: i64) -> Result<bool, Error> {
+async fn is_live(conn: &mut store::Conn, tenant: i64, product: i64) -> Result<bool, Error> {
     let live: i64 = product_listings::table
+        .filter(product_listings::tenant_id.eq(tenant))
         .filter(product_listings::product_id.eq(product).and(product_listings::state.eq_any(LIVE)))
         .count()
         .get_result(conn)

@@ -336,7 +336,7 @@ async fn named<'a>(
     diesel::sql_query(format!(
         "INSERT INTO {table} (tenant_id, catalogue_id, name, created_at)
          SELECT $1, $2, n, $3 FROM unnest($4::text[]) AS n
-         ON CONFLICT (catalogue_id, lower(name)) DO NOTHING"
+         ON CONFLICT (catalogue_id, lower(name), tenant_id) DO NOTHING"
     ))
     .bind::<BigInt, _>(shop.tenant_id)
     .bind::<BigInt, _>(shop.id)
@@ -345,10 +345,12 @@ async fn named<'a>(
     .execute(conn)
     .await?;
     let rows: Vec<IdName> = diesel::sql_query(format!(
-        "SELECT id, name FROM {table} WHERE catalogue_id = $1 AND lower(name) = ANY(SELECT lower(n) FROM unnest($2::text[]) AS n)"
+        "SELECT id, name FROM {table}
+         WHERE tenant_id = $3 AND catalogue_id = $1 AND lower(name) = ANY(SELECT lower(n) FROM unnest($2::text[]) AS n)"
     ))
     .bind::<BigInt, _>(shop.id)
     .bind::<Array<Text>, _>(&names)
+    .bind::<BigInt, _>(shop.tenant_id)
     .load(conn)
     .await?;
     Ok(rows.into_iter().map(|r| (r.name.to_lowercase(), r.id)).collect())

@@ -170,15 +170,22 @@ impl DataService {
     }
 
     /// The 409 for a unique key another live record holds, naming its field.
-    async fn taken(&self, conn: &mut store::Conn, table: Uuid, keys: &[(String, String)]) -> Error {
+    async fn taken(
+        &self,
+        conn: &mut store::Conn,
+        tenant: kernel::TenantId,
+        table: Uuid,
+        keys: &[(String, String)],
+    ) -> Error {
         let (names, values): (Vec<&str>, Vec<&str>) = keys.iter().map(|(n, v)| (n.as_str(), v.as_str())).unzip();
         let found: Option<Name> = diesel::sql_query(
-            "SELECT name FROM data_record_keys WHERE table_id = $1
+            "SELECT name FROM data_record_keys WHERE tenant_id = $4 AND table_id = $1
                AND (name, value) IN (SELECT * FROM unnest($2::text[], $3::text[])) LIMIT 1",
         )
         .bind::<SqlUuid, _>(table)
         .bind::<Array<Text>, _>(names)
         .bind::<Array<Text>, _>(values)
+        .bind::<BigInt, _>(tenant.0)
         .get_result(conn)
         .await
         .ok();
@@ -245,8 +252,8 @@ impl DataService {
                 INSERT INTO data_records (id, tenant_id, table_id, data, source, created_at, updated_at)
                 VALUES ($1, $2, $3, {data_sql}, $5, $6, $6) RETURNING {ROW_COLUMNS}),
              k AS (
-                INSERT INTO data_record_keys (table_id, name, value, record_id)
-                SELECT $3, u.name, u.value, r.id FROM r, unnest($7::text[], $8::text[]) AS u (name, value)),
+                INSERT INTO data_record_keys (tenant_id, table_id, name, value, record_id)
+                SELECT $2, $3, u.name, u.value, r.id FROM r, unnest($7::text[], $8::text[]) AS u (name, value)),
              h AS (
                 INSERT INTO data_record_history (tenant_id, table_id, record_id, action, changes, source, actor, at)
                 SELECT $2, $3, r.id, 'created',
@@ -300,7 +307,9 @@ impl DataService {
             }
         };
         let row = match result {
-            Err(e) if e.reason.as_deref() == Some(TAKEN) => return Err(self.taken(&mut conn, table_id, &keys).await),
+            Err(e) if e.reason.as_deref() == Some(TAKEN) => {
+                return Err(self.taken(&mut conn, caller.tenant_id, table_id, &keys).await);
+            }
             other => other?,
         };
         let mut records = self.render(&mut conn, caller, &view, vec![row]).await?;
@@ -343,19 +352,23 @@ impl DataService {
                     old_keys.iter().filter(|k| !new_keys.contains(k)).map(|k| k.0.as_str()).collect();
                 let (names, values): (Vec<&str>, Vec<&str>) =
                     new_keys.iter().filter(|k| !old_keys.contains(k)).map(|(n, v)| (n.as_str(), v.as_str())).unzip();
-                diesel::sql_query("DELETE FROM data_record_keys WHERE record_id = $1 AND name = ANY($2)")
-                    .bind::<SqlUuid, _>(record)
-                    .bind::<Array<Text>, _>(&stale)
-                    .execute(conn)
-                    .await?;
                 diesel::sql_query(
-                    "INSERT INTO data_record_keys (table_id, name, value, record_id)
-                         SELECT $1, u.name, u.value, $2 FROM unnest($3::text[], $4::text[]) AS u (name, value)",
+                    "DELETE FROM data_record_keys WHERE tenant_id = $3 AND record_id = $1 AND name = ANY($2)",
+                )
+                .bind::<SqlUuid, _>(record)
+                .bind::<Array<Text>, _>(&stale)
+                .bind::<BigInt, _>(caller.tenant_id.0)
+                .execute(conn)
+                .await?;
+                diesel::sql_query(
+                    "INSERT INTO data_record_keys (tenant_id, table_id, name, value, record_id)
+                         SELECT $5, $1, u.name, u.value, $2 FROM unnest($3::text[], $4::text[]) AS u (name, value)",
                 )
                 .bind::<SqlUuid, _>(view.table.id())
                 .bind::<SqlUuid, _>(record)
                 .bind::<Array<Text>, _>(&names)
                 .bind::<Array<Text>, _>(&values)
+                .bind::<BigInt, _>(caller.tenant_id.0)
                 .execute(conn)
                 .await
                 .map_err(|e| {
@@ -378,7 +391,7 @@ impl DataService {
             Err(e) if e.reason.as_deref() == Some(TAKEN) => {
                 let keys: Vec<(String, String)> =
                     e.details.get("keys").and_then(|k| serde_json::from_value(k.clone()).ok()).unwrap_or_default();
-                return Err(self.taken(&mut conn, view.table.id(), &keys).await);
+                return Err(self.taken(&mut conn, caller.tenant_id, view.table.id(), &keys).await);
             }
             Err(e) => return Err(e),
         };
@@ -404,8 +417,9 @@ impl DataService {
             if deleted == 0 {
                 return Err(Error::not_found("Record"));
             }
-            diesel::sql_query("DELETE FROM data_record_keys WHERE record_id = $1")
+            diesel::sql_query("DELETE FROM data_record_keys WHERE tenant_id = $2 AND record_id = $1")
                 .bind::<SqlUuid, _>(record)
+                .bind::<BigInt, _>(caller.tenant_id.0)
                 .execute(conn)
                 .await?;
             self.write_history(conn, caller, &view, record, "deleted", json!({})).await

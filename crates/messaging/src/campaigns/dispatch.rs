@@ -142,7 +142,7 @@ impl MessagingService {
                     .await?;
                 let last = last.unwrap_or(0);
                 let total: i64 = eligible(tenant.0, group, 0, last).count().get_result(conn).await?;
-                row = diesel::update(campaigns::table.find(row.id))
+                row = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                     .set((
                         campaigns::status.eq("running"),
                         campaigns::tenant_channel_id.eq(route.channel.id),
@@ -230,7 +230,7 @@ impl MessagingService {
                 Err(e) if e.kind == ErrorKind::PaymentRequired => {
                     // contract: a prepaid balance that cannot afford it pauses the campaign; it
                     // looks again periodically and after each top-up (docs/api.md)
-                    diesel::update(campaigns::table.find(row.id))
+                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                         .set((
                             campaigns::status.eq("paused"),
                             campaigns::status_reason.eq(e.message.clone()),
@@ -255,7 +255,7 @@ impl MessagingService {
             let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
             enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
             let cursor = if finished { last } else { batch.last().map_or(last, |c| c.0) };
-            diesel::update(campaigns::table.find(row.id))
+            diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                 .set((
                     campaigns::status.eq("running"),
                     campaigns::status_reason.eq(None::<String>),
@@ -280,7 +280,7 @@ impl MessagingService {
 
 /// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.
 async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now: OffsetDateTime) -> Result<(), Error> {
-    let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
+    let row: CampaignRow = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
         .set((campaigns::status.eq("cancelled"), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
         .returning(CampaignRow::as_returning())
         .get_result(conn)

@@ -4,7 +4,6 @@
 
 mod dispatch;
 
-use ::contacts::schema::contact_groups;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Permission, TenantId};
@@ -145,15 +144,15 @@ impl CampaignRef {
     }
 }
 
-async fn group_summary(conn: &mut store::Conn, group: Option<i64>) -> Result<Option<GroupSummary>, Error> {
+/// The campaign's group, read within the campaign's tenant.
+async fn group_summary(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    group: Option<i64>,
+) -> Result<Option<GroupSummary>, Error> {
     let Some(group) = group else { return Ok(None) };
-    let found: Option<(i64, Uuid, String)> = contact_groups::table
-        .find(group)
-        .select((contact_groups::id, contact_groups::uid, contact_groups::name))
-        .first(conn)
-        .await
-        .optional()?;
-    Ok(found.map(|(id, uid, name)| GroupSummary { id, uid, name }))
+    let found = ::contacts::group::name_of(conn, tenant, group).await?;
+    Ok(found.map(|g| GroupSummary { id: g.id, uid: g.uid, name: g.name }))
 }
 
 /// The payload of `campaign.completed` and `campaign.failed`.
@@ -164,7 +163,7 @@ pub(crate) fn event_payload(campaign: Campaign, reason: Option<String>) -> serde
 async fn emit(conn: &mut store::Conn, name: &str, row: CampaignRow, now: OffsetDateTime) -> Result<(), Error> {
     let tenant = TenantId(row.tenant_id);
     let reason = row.status_reason.clone();
-    let group = group_summary(conn, row.contact_group_id).await?;
+    let group = group_summary(conn, tenant, row.contact_group_id).await?;
     store::outbox::emit(conn, tenant, name, event_payload(row.into_campaign(group), reason), now).await?;
     Ok(())
 }
@@ -205,13 +204,11 @@ impl MessagingService {
         }
         let mut conn = self.conn().await?;
         // contract: inactive groups count as unresolved (the issue); ids and uids of one group collapse
-        let mut groups: Vec<(i64, Uuid, String)> = contact_groups::table
-            .filter(contact_groups::tenant_id.eq(tenant.0))
-            .filter(contact_groups::status.eq("active"))
-            .filter(contact_groups::id.eq_any(&ids).or(contact_groups::uid.eq_any(&uids)))
-            .select((contact_groups::id, contact_groups::uid, contact_groups::name))
-            .load(&mut conn)
-            .await?;
+        let mut groups: Vec<(i64, Uuid, String)> = ::contacts::group::active_among(&mut conn, tenant, &ids, &uids)
+            .await?
+            .into_iter()
+            .map(|g| (g.id, g.uid, g.name))
+            .collect();
         if groups.is_empty() {
             return Err(Error::not_found("Contact group"));
         }
@@ -274,7 +271,7 @@ impl MessagingService {
             .await?;
         let mut campaigns = Vec::with_capacity(rows.len());
         for row in rows {
-            let group = group_summary(&mut conn, row.contact_group_id).await?;
+            let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
             campaigns.push(row.into_campaign(group));
         }
         Ok(CampaignsCreated { campaigns })
@@ -301,14 +298,20 @@ impl MessagingService {
         campaign: &CampaignRef,
     ) -> Result<CampaignRow, Error> {
         let row = Self::campaign_row(conn, tenant, campaign).await?;
-        Ok(campaigns::table.find(row.id).for_update().select(CampaignRow::as_select()).first(conn).await?)
+        Ok(campaigns::table
+            .find(row.id)
+            .filter(campaigns::tenant_id.eq(row.tenant_id))
+            .for_update()
+            .select(CampaignRow::as_select())
+            .first(conn)
+            .await?)
     }
 
     /// `GET /campaign/{uid}/view`.
     pub async fn campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
         let mut conn = self.conn().await?;
         let row = Self::campaign_row(&mut conn, caller.tenant_id, campaign).await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 
@@ -330,22 +333,23 @@ impl MessagingService {
                     )));
                 }
                 let token = Uuid::new_v4();
-                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("running"),
-                        campaigns::status_reason.eq(None::<String>),
-                        campaigns::dispatch_token.eq(token),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
+                let row: CampaignRow =
+                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
+                        .set((
+                            campaigns::status.eq("running"),
+                            campaigns::status_reason.eq(None::<String>),
+                            campaigns::dispatch_token.eq(token),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await?;
                 let job = DispatchCampaign { campaign_id: row.id, token };
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
                 Ok(row)
             })
             .await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 
@@ -363,16 +367,17 @@ impl MessagingService {
                 if row.status == "completed" || row.status == "cancelled" {
                     return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
                 }
-                let row: CampaignRow = diesel::update(campaigns::table.find(row.id))
-                    .set((
-                        campaigns::status.eq("cancelled"),
-                        campaigns::status_reason.eq("Cancelled through the API."),
-                        campaigns::dispatch_token.eq(Uuid::new_v4()),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
+                let row: CampaignRow =
+                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
+                        .set((
+                            campaigns::status.eq("cancelled"),
+                            campaigns::status_reason.eq("Cancelled through the API."),
+                            campaigns::dispatch_token.eq(Uuid::new_v4()),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await?;
                 let dropped: Vec<Message> = diesel::update(
                     messages::table
                         .filter(messages::campaign_id.eq(row.id))
@@ -394,7 +399,7 @@ impl MessagingService {
                 Self::campaign_row(conn, tenant, &CampaignRef::Id(row.id)).await
             })
             .await?;
-        let group = group_summary(&mut conn, row.contact_group_id).await?;
+        let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
     }
 }

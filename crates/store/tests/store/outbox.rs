@@ -107,3 +107,21 @@ async fn a_duplicate_event_id_is_a_unique_violation() {
     assert!(!store::is_unique_violation(&error, Some("jobs_dedupe")));
     assert!(!store::is_unique_violation(&diesel::result::Error::NotFound, None));
 }
+
+#[tokio::test]
+async fn read_answers_the_events_named_within_their_tenant_only() {
+    let env = env().await;
+    let mut conn = conn(&env.pool).await;
+    let at = start_time();
+    let one = emit(&mut conn, TenantId(1), "lead.created", json!({"n": 1}), at).await.expect("emit");
+    let two = emit(&mut conn, TenantId(2), "lead.created", json!({"n": 2}), at).await.expect("emit");
+    let mut found = store::outbox::read(&mut conn, &[(TenantId(1), one), (TenantId(2), two)]).await.expect("read");
+    found.sort_by_key(|event| event.tenant_id);
+    let seen: Vec<(Uuid, i64, serde_json::Value, OffsetDateTime)> =
+        found.into_iter().map(|e| (e.id, e.tenant_id, e.payload, e.occurred_at)).collect();
+    assert_eq!(seen, vec![(one, 1, json!({"n": 1}), at), (two, 2, json!({"n": 2}), at)]);
+    // an id asked for under another tenant, or unknown, is left out
+    let stray = store::outbox::read(&mut conn, &[(TenantId(2), one), (TenantId(1), Uuid::new_v4())]).await;
+    assert_eq!(stray.expect("read"), vec![]);
+    assert_eq!(store::outbox::read(&mut conn, &[]).await.expect("read"), vec![]);
+}

@@ -21,9 +21,9 @@ const INSERT_ORDER: &str = "INSERT INTO orders (tenant_id, catalogue_id, platfor
                             currency, priced_at, created_at, updated_at) \
                             VALUES ($1, $2, 'manual', 'pending', $3, 'held', now() + make_interval(hours => $4), $4, $5, \
                             $6, $7, $8, now(), now(), now()) RETURNING id";
-const INSERT_LINES: &str = "INSERT INTO order_lines (order_id, position, product_id, sku, name, quantity, \
-                            unit_price_minor, line_total_minor, currency, reserved, stock_short, unresolved) \
-                            SELECT $1, u.* FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[], \
+const INSERT_LINES: &str = "INSERT INTO order_lines (tenant_id, order_id, position, product_id, sku, name, \
+                            quantity, unit_price_minor, line_total_minor, currency, reserved, stock_short, unresolved) \
+                            SELECT $13, $1, u.* FROM unnest($2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[], \
                             $7::bigint[], $8::bigint[], $9::text[], $10::int[], $11::bool[], $12::bool[]) AS u";
 const RESERVE_MOVEMENTS: &str = "INSERT INTO stock_movements (tenant_id, product_id, kind, quantity, inventory, \
                                  reserved, cause, order_id, created_at) \
@@ -40,10 +40,10 @@ const ORDER_EVENT: &str = "INSERT INTO events (id, tenant_id, name, payload, occ
 /// a `sync` movement for each product created with a count (as the service writes them).
 const RAW_BRANDS: &str = "INSERT INTO catalogue_brands (tenant_id, catalogue_id, name, created_at) \
                           SELECT $1, $2, n, now() FROM unnest($3::text[]) AS n \
-                          ON CONFLICT (catalogue_id, lower(name)) DO NOTHING";
+                          ON CONFLICT (catalogue_id, lower(name), tenant_id) DO NOTHING";
 const RAW_CATEGORIES: &str = "INSERT INTO catalogue_categories (tenant_id, catalogue_id, name, created_at) \
                               SELECT $1, $2, n, now() FROM unnest($3::text[]) AS n \
-                              ON CONFLICT (catalogue_id, lower(name)) DO NOTHING";
+                              ON CONFLICT (catalogue_id, lower(name), tenant_id) DO NOTHING";
 const RAW_UPSERT: &str = "WITH up AS ( \
     INSERT INTO products (tenant_id, catalogue_id, sku, name, price, description, currency, inventory, brand_id, \
                           category_id, created_at, updated_at) \
@@ -52,7 +52,7 @@ const RAW_UPSERT: &str = "WITH up AS ( \
          AS u(sku, name, price, description, inventory, brand, category) \
     LEFT JOIN catalogue_brands b ON b.catalogue_id = $2 AND lower(b.name) = lower(u.brand) \
     LEFT JOIN catalogue_categories c ON c.catalogue_id = $2 AND lower(c.name) = lower(u.category) \
-    ON CONFLICT (catalogue_id, sku) DO UPDATE SET name = excluded.name, price = excluded.price, \
+    ON CONFLICT (catalogue_id, sku, tenant_id) DO UPDATE SET name = excluded.name, price = excluded.price, \
         description = excluded.description, currency = excluded.currency, inventory = excluded.inventory, \
         brand_id = excluded.brand_id, category_id = excluded.category_id, retired_at = NULL, updated_at = now() \
     RETURNING id, inventory, (xmax = 0) AS inserted), \
@@ -304,7 +304,7 @@ impl RawOrders {
         let short: Vec<bool> =
             takes.iter().zip(&quantities).zip(&products).map(|((t, q), p)| p.is_some() && t < q).collect();
         let unresolved: Vec<bool> = products.iter().map(Option::is_none).collect();
-        let params: [&(dyn ToSql + Sync); 12] = [
+        let params: [&(dyn ToSql + Sync); 13] = [
             &order,
             &positions,
             &products,
@@ -317,6 +317,7 @@ impl RawOrders {
             &takes,
             &short,
             &unresolved,
+            &self.tenant,
         ];
         client.execute(&st.insert_lines, &params).await?;
         if !held_ids.is_empty() {
