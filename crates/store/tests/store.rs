@@ -11,3 +11,5 @@ mod idempotency;
 mod jobs;
 #[path = "store/outbox.rs"]
 mod outbox;
+#[path = "store/recovery.rs"]
+mod recovery;
