@@ -29,8 +29,9 @@ pub struct Config {
     pub run_migrations: bool,
     pub http_workers: usize,
     pub max_body_bytes: usize,
-    /// How long a worker's claim on a job holds; also how long a message may stay
-    /// `processing` before its sender counts as dead.
+    /// How long a worker's claim on a job holds without a heartbeat renewing it (three beats
+    /// per lease); also how long a process's heartbeat may be missing before it counts as dead
+    /// (its `processing` messages fail then, as "outcome unknown").
     pub job_lease: std::time::Duration,
     /// The origin providers reach the callback routes at (printed by `admin channel add`).
     pub public_url: String,
@@ -68,7 +69,7 @@ impl Config {
         };
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let addr: SocketAddr = parsed("SVC_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
-        let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 300)?);
+        let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 30)?.max(1));
         Ok(Self {
             database_url: var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
             addr,
@@ -120,7 +121,11 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
         send_chunk: parsed("SVC_SMS_SEND_CHUNK", defaults.send_chunk)?.max(1),
         send_concurrency: parsed("SVC_SMS_SEND_CONCURRENCY", defaults.send_concurrency)?.max(1),
         paused_recheck: seconds("SVC_CAMPAIGN_RECHECK_SECONDS", defaults.paused_recheck.as_secs())?,
-        stale_after: job_lease,
+        // Whoever holds it, a message this long in `processing` is in doubt (a sender alive but
+        // unable to record the answer); a dead sender's are in doubt after one lease.
+        stale_after: defaults.stale_after.max(job_lease),
+        process: None,
+        dead_after: job_lease,
         opt_out_keywords: words("SVC_SMS_OPT_OUT_KEYWORDS", &defaults.opt_out_keywords),
         opt_in_keywords: words("SVC_SMS_OPT_IN_KEYWORDS", &defaults.opt_in_keywords),
     })
