@@ -215,6 +215,28 @@ struct WorkerInner {
     clock: Clock,
     registry: Registry,
     config: WorkerConfig,
+    /// The jobs whose handlers are running here now: only their leases are renewed, so a job
+    /// whose outcome could not be recorded comes back after its lease like a dead worker's.
+    running: std::sync::Mutex<std::collections::HashSet<i64>>,
+}
+
+/// Marks a job as running here for as long as it lives (an aborted run drops it too).
+struct Running<'a> {
+    worker: &'a WorkerInner,
+    id: i64,
+}
+
+impl<'a> Running<'a> {
+    fn new(worker: &'a WorkerInner, id: i64) -> Self {
+        worker.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        Self { worker, id }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.worker.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
 }
 
 impl Worker {
@@ -225,7 +247,8 @@ impl Worker {
     /// A worker whose identity (its row in `workers`) is `id`: the process's own, when other
     /// parts of the process mark what they hold with it too.
     pub fn with_id(id: Uuid, pool: Pool, clock: Clock, registry: Registry, config: WorkerConfig) -> Self {
-        Self { inner: Arc::new(WorkerInner { id, pool, clock, registry, config }) }
+        let running = std::sync::Mutex::default();
+        Self { inner: Arc::new(WorkerInner { id, pool, clock, registry, config, running }) }
     }
 
     /// Writes this worker's heartbeat row (`run` does it too); a process calls it before it
@@ -235,11 +258,12 @@ impl Worker {
         crate::workers::register(&mut conn, self.inner.id, self.inner.clock.now()).await
     }
 
-    /// One heartbeat: this worker is alive, and every job it holds is leased for another
+    /// One heartbeat: this worker is alive, and every job it is running is leased for another
     /// lease. `run` beats three times per lease; answers how many leases were renewed.
     pub async fn beat(&self) -> Result<usize, Error> {
+        let running: Vec<i64> = self.inner.running.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
         let mut conn = crate::connect(&self.inner.pool).await?;
-        crate::workers::beat(&mut conn, self.inner.id, self.inner.clock.now(), self.inner.config.lease).await
+        crate::workers::beat(&mut conn, self.inner.id, &running, self.inner.clock.now(), self.inner.config.lease).await
     }
 
     /// Beats until the task is aborted; a failed beat is logged and tried at the next tick
@@ -303,6 +327,7 @@ impl Worker {
             tenant_id: job.tenant_id.map(TenantId),
         };
         let span = tracing::info_span!("job", id = job.id, name = %job.name, attempt = job.attempts);
+        let _running = Running::new(inner, job.id);
         async {
             let outcome = match inner.registry.runners.get(job.name.as_str()) {
                 // A panic is a failed attempt like any other, recorded now rather than when

@@ -40,18 +40,30 @@ pub async fn register(conn: &mut Conn, id: Uuid, now: OffsetDateTime) -> Result<
     Ok(())
 }
 
-/// One beat of process `id`: it was seen `now`, and every job it holds is leased until
-/// `now + lease`. Rows of processes gone for a day are swept on the way. Answers how many
-/// leases were renewed.
-pub async fn beat(conn: &mut Conn, id: Uuid, now: OffsetDateTime, lease: Duration) -> Result<usize, Error> {
+/// One beat of process `id`: it was seen `now`, and the jobs it is `running` (and still holds)
+/// are leased until `now + lease`. Rows of processes gone for a day are swept on the way.
+/// Answers how many leases were renewed.
+pub async fn beat(
+    conn: &mut Conn,
+    id: Uuid,
+    running: &[i64],
+    now: OffsetDateTime,
+    lease: Duration,
+) -> Result<usize, Error> {
     register(conn, id, now).await?;
-    let renewed = diesel::sql_query(
-        "UPDATE jobs SET locked_until = $2 WHERE locked_by = $1 AND state = 'running' AND locked_until < $2",
-    )
-    .bind::<SqlUuid, _>(id)
-    .bind::<Timestamptz, _>(now + lease)
-    .execute(conn)
-    .await?;
+    let renewed = if running.is_empty() {
+        0
+    } else {
+        diesel::sql_query(
+            "UPDATE jobs SET locked_until = $3
+             WHERE id = ANY($2) AND locked_by = $1 AND state = 'running' AND locked_until < $3",
+        )
+        .bind::<SqlUuid, _>(id)
+        .bind::<Array<diesel::sql_types::BigInt>, _>(running)
+        .bind::<Timestamptz, _>(now + lease)
+        .execute(conn)
+        .await?
+    };
     diesel::sql_query("DELETE FROM workers WHERE last_seen_at < $1")
         .bind::<Timestamptz, _>(now - KEEP_DEAD)
         .execute(conn)
