@@ -89,7 +89,7 @@ impl Config {
                 keep: parsed("SVC_SANDBOX_KEEP", providers::sandbox::DEFAULT_KEEP)?,
             },
             messaging: messaging_config(job_lease)?,
-            webhooks: webhooks_config()?,
+            webhooks: webhooks_config(job_lease)?,
         })
     }
 }
@@ -131,7 +131,7 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
     })
 }
 
-fn webhooks_config() -> Result<webhooks::WebhooksConfig, String> {
+fn webhooks_config(job_lease: std::time::Duration) -> Result<webhooks::WebhooksConfig, String> {
     let defaults = webhooks::WebhooksConfig::default();
     Ok(webhooks::WebhooksConfig {
         policy: webhooks::guard::Policy::from_env(),
@@ -139,6 +139,8 @@ fn webhooks_config() -> Result<webhooks::WebhooksConfig, String> {
         concurrency: parsed("SVC_WEBHOOKS_CONCURRENCY", defaults.concurrency)?.max(1),
         per_receiver: parsed("SVC_WEBHOOKS_PER_RECEIVER", defaults.per_receiver)?.max(1),
         header_key: var(webhooks::headers::HeaderKey::ENV),
+        // claims of a dead process come back within one lease, as its jobs do
+        lease: time::Duration::try_from(job_lease).unwrap_or(defaults.lease),
         ..defaults
     })
 }

@@ -434,7 +434,6 @@ async fn with_the_default_lease_a_campaign_completes_within_a_minute_of_a_restar
         credit: CREDIT,
     };
     outcome.check(&at_end).await;
-    assert_eq!(n(&at_end, "sent") + n(&at_end, "delivered") + n(&at_end, "failed"), i64::from(CONTACTS));
 
     second.kill().await;
     for run in [11, 12] {
