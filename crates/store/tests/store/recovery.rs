@@ -211,3 +211,28 @@ async fn rows_of_workers_gone_for_a_day_are_swept_by_a_beat() {
     let ids: Vec<Uuid> = worker_rows(&env.pool).await.iter().map(|r| r.id).collect();
     assert_eq!(ids, vec![young.id()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_jobs_whose_handlers_are_still_running_here_are_renewed() {
+    let env = env().await;
+    let stuck = Probe::blocking();
+    let a = worker(&env, &stuck, 4);
+    let id = enqueue_now(&env.pool, &Record { n: 1 }).await;
+    let running = tokio::spawn({
+        let a = a.clone();
+        async move { a.work_once().await }
+    });
+    stuck.wait_started().await;
+    env.clock.advance(LEASE / 3);
+    assert_eq!(a.beat().await.expect("beat"), 1);
+
+    // The run is gone (here: aborted) while the row still names A, as when its outcome could not
+    // be recorded: the heartbeat leaves the lease to run out, and the job comes back.
+    running.abort();
+    assert!(running.await.expect_err("aborted").is_cancelled());
+    let renewed_until = job(&env.pool, id).await.locked_until;
+    env.clock.advance(LEASE / 3);
+    assert_eq!(a.beat().await.expect("beat"), 0, "nothing of A's is running");
+    assert_eq!(job(&env.pool, id).await.locked_until, renewed_until);
+    assert_eq!(job(&env.pool, id).await.locked_by, Some(a.id()));
+}
