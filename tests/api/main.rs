@@ -10,6 +10,7 @@ mod data;
 mod framework;
 mod leads;
 mod openapi;
+mod process;
 mod rate_limit;
 mod smoke;
 mod sms;

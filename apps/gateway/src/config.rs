@@ -29,8 +29,9 @@ pub struct Config {
     pub run_migrations: bool,
     pub http_workers: usize,
     pub max_body_bytes: usize,
-    /// How long a worker's claim on a job holds; also how long a message may stay
-    /// `processing` before its sender counts as dead.
+    /// How long a worker's claim on a job holds without a heartbeat renewing it (three beats
+    /// per lease); also how long a process's heartbeat may be missing before it counts as dead
+    /// (its `processing` messages fail then, as "outcome unknown").
     pub job_lease: std::time::Duration,
     /// The origin providers reach the callback routes at (printed by `admin channel add`).
     pub public_url: String,
@@ -68,7 +69,7 @@ impl Config {
         };
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let addr: SocketAddr = parsed("SVC_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
-        let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 300)?);
+        let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 30)?.max(1));
         Ok(Self {
             database_url: var("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
             addr,
@@ -88,7 +89,7 @@ impl Config {
                 keep: parsed("SVC_SANDBOX_KEEP", providers::sandbox::DEFAULT_KEEP)?,
             },
             messaging: messaging_config(job_lease)?,
-            webhooks: webhooks_config()?,
+            webhooks: webhooks_config(job_lease)?,
         })
     }
 }
@@ -120,13 +121,17 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
         send_chunk: parsed("SVC_SMS_SEND_CHUNK", defaults.send_chunk)?.max(1),
         send_concurrency: parsed("SVC_SMS_SEND_CONCURRENCY", defaults.send_concurrency)?.max(1),
         paused_recheck: seconds("SVC_CAMPAIGN_RECHECK_SECONDS", defaults.paused_recheck.as_secs())?,
-        stale_after: job_lease,
+        // Whoever holds it, a message this long in `processing` is in doubt (a sender alive but
+        // unable to record the answer); a dead sender's are in doubt after one lease.
+        stale_after: defaults.stale_after.max(job_lease),
+        process: None,
+        dead_after: job_lease,
         opt_out_keywords: words("SVC_SMS_OPT_OUT_KEYWORDS", &defaults.opt_out_keywords),
         opt_in_keywords: words("SVC_SMS_OPT_IN_KEYWORDS", &defaults.opt_in_keywords),
     })
 }
 
-fn webhooks_config() -> Result<webhooks::WebhooksConfig, String> {
+fn webhooks_config(job_lease: std::time::Duration) -> Result<webhooks::WebhooksConfig, String> {
     let defaults = webhooks::WebhooksConfig::default();
     Ok(webhooks::WebhooksConfig {
         policy: webhooks::guard::Policy::from_env(),
@@ -134,6 +139,8 @@ fn webhooks_config() -> Result<webhooks::WebhooksConfig, String> {
         concurrency: parsed("SVC_WEBHOOKS_CONCURRENCY", defaults.concurrency)?.max(1),
         per_receiver: parsed("SVC_WEBHOOKS_PER_RECEIVER", defaults.per_receiver)?.max(1),
         header_key: var(webhooks::headers::HeaderKey::ENV),
+        // claims of a dead process come back within one lease, as its jobs do
+        lease: time::Duration::try_from(job_lease).unwrap_or(defaults.lease),
         ..defaults
     })
 }

@@ -47,36 +47,50 @@ async fn prepare(config: &Config) -> Result<store::Pool, String> {
     store::pool(&config.database_url, config.pool_size).map_err(|e| e.message.clone())
 }
 
-/// The job worker and the webhook delivery loop, stopped together.
-fn start_worker(
+/// This process's identity in `workers`: its job worker runs under it and messaging marks the
+/// messages it claims with it, so both are taken back within a lease once it dies.
+fn with_process(config: Config) -> (Config, uuid::Uuid) {
+    let process = uuid::Uuid::new_v4();
+    let mut config = config;
+    config.messaging.process = Some(process);
+    (config, process)
+}
+
+/// The job worker and the webhook delivery loop, stopped together. The worker's heartbeat row
+/// is written before this returns, so nothing this process marks as its own looks orphaned.
+async fn start_worker(
     config: &Config,
+    process: uuid::Uuid,
     pool: store::Pool,
     clock: Clock,
     messaging: messaging::MessagingService,
     webhooks: webhooks::WebhookService,
-) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
-    let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::minutes(5));
+) -> Result<(watch::Sender<bool>, tokio::task::JoinHandle<()>), String> {
+    let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::seconds(30));
     let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
     let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
     let data = data_tables::DataService::new(pool.clone(), clock.clone(), config.public_url.clone());
-    let worker = Worker::new(
+    let worker = Worker::with_id(
+        process,
         pool,
         clock,
         job_registry(&Arc::new(messaging), &Arc::new(leads), &Arc::new(commerce), &Arc::new(data)),
         WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
+    worker.register().await.map_err(|e| format!("writing the worker's heartbeat: {}", e.message))?;
     let deliverer = webhooks::Deliverer::new(webhooks);
     let (stop, stopped) = watch::channel(false);
     let url = config.database_url.clone();
     let handle = tokio::spawn(async move {
         tokio::join!(worker.run(Some(url.clone()), stopped.clone()), deliverer.run(Some(url), stopped));
     });
-    (stop, handle)
+    Ok((stop, handle))
 }
 
 /// Serves HTTP and runs the workers until SIGINT/SIGTERM: in-flight requests finish, then the
 /// workers get their grace period and release what they still hold.
 pub async fn serve(config: Config) -> Result<(), String> {
+    let (config, process) = with_process(config);
     let pool = prepare(&config).await?;
     let clock = Clock::system();
     let limit = config.rate_limit_per_minute;
@@ -90,7 +104,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
         AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone(), &config.public_url)
             .map_err(|e| e.message.clone())?,
     );
-    let (stop, worker) = start_worker(&config, pool, clock, messaging, webhooks);
+    let (stop, worker) = start_worker(&config, process, pool, clock, messaging, webhooks).await?;
     let max_body = config.max_body_bytes;
     let server = HttpServer::new(move || app(state.clone(), max_body))
         .workers(config.http_workers)
@@ -106,11 +120,12 @@ pub async fn serve(config: Config) -> Result<(), String> {
 
 /// Runs only the workers, until SIGINT/SIGTERM.
 pub async fn work(config: Config) -> Result<(), String> {
+    let (config, process) = with_process(config);
     let pool = prepare(&config).await?;
     let clock = Clock::system();
     let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
     let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
-    let (stop, worker) = start_worker(&config, pool, clock, messaging, webhooks);
+    let (stop, worker) = start_worker(&config, process, pool, clock, messaging, webhooks).await?;
     shutdown_signal().await;
     tracing::info!("stopping workers");
     let _ = stop.send(true);

@@ -105,7 +105,6 @@ diesel::table! {
         kind -> Text,
         mode -> Text,
         status -> Text,
-        idempotency_key -> Nullable<Text>,
         payload -> Nullable<Jsonb>,
         received -> Integer,
         created -> Integer,

@@ -2,10 +2,11 @@
 //! record what it said. Used by the send job and by the inline attempt of a small send.
 //!
 //! A message is never handed to a provider twice by us: claiming is an atomic `queued` ->
-//! `processing` move, and a message found still `processing` after `stale_after` (its sender
-//! died during the provider call, outcome unknown) is failed, not resent (docs/api.md).
+//! `processing` move marked with the claiming process, and a message found still `processing`
+//! once that process's heartbeat stopped, or after `stale_after` in any case (its sender died
+//! during the provider call, outcome unknown), is failed, not resent (docs/api.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use diesel::prelude::*;
@@ -17,6 +18,7 @@ use providers::{OutboundSms, ReceiptStatus, SendError, SendOutcome};
 use serde::{Deserialize, Serialize};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
 
 use crate::channels::Channel;
 use crate::messages::Message;
@@ -74,6 +76,8 @@ struct Pending {
     scheduled_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Timestamptz)]
     updated_at: OffsetDateTime,
+    #[diesel(sql_type = Nullable<diesel::sql_types::Uuid>)]
+    claimed_by: Option<Uuid>,
 }
 
 #[derive(QueryableByName)]
@@ -90,39 +94,42 @@ impl MessagingService {
     /// Dispatches what is due among `ids`; answers what is left for later.
     pub async fn dispatch(&self, ids: &[i64]) -> Result<Option<Later>, Error> {
         let now = self.clock.now();
-        let stale_after = std_duration(self.config.stale_after);
         let mut conn = self.conn().await?;
-        // Left `processing` by a sender that died: failed (never resent), refunded (most such
-        // messages never reached the provider), counted, all in one transaction.
-        conn.transaction(async |conn| {
-            let stale: Vec<Message> = diesel::sql_query(
-                "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
-                 WHERE id = ANY($3) AND status = 'processing' AND updated_at < $4 RETURNING *",
-            )
-            .bind::<Text, _>(OUTCOME_UNKNOWN)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Array<BigInt>, _>(ids)
-            .bind::<Timestamptz, _>(now - stale_after)
-            .get_results(conn)
-            .await?;
-            if let Some(first) = <[Message]>::first(&stale) {
-                let tenant = TenantId(first.tenant_id);
-                let refund: i64 = stale.iter().map(|m| m.price_minor).sum();
-                let note = format!("Refund of {} message(s) whose send outcome is unknown", stale.len());
-                let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
-                settle(conn, &changed, now).await?;
-                accounts::wallet::refund(conn, tenant, refund, &note).await?;
-            }
-            Ok::<_, Error>(())
-        })
-        .await?;
         let pending: Vec<Pending> = diesel::sql_query(
-            "SELECT id, tenant_channel_id, status, scheduled_at, updated_at FROM messages
+            "SELECT id, tenant_channel_id, status, scheduled_at, updated_at, claimed_by FROM messages
              WHERE id = ANY($1) AND status IN ('queued', 'processing') ORDER BY id",
         )
         .bind::<Array<BigInt>, _>(ids)
         .get_results(&mut conn)
         .await?;
+        let doubt = self.doubt(&mut conn, &pending, now).await?;
+        let stale: Vec<i64> =
+            pending.iter().filter(|p| doubt.get(&p.id).is_some_and(|d| d.is_none())).map(|p| p.id).collect();
+        // Left `processing` by a sender that died: failed (never resent), refunded (most such
+        // messages never reached the provider), counted, all in one transaction.
+        if !stale.is_empty() {
+            conn.transaction(async |conn| {
+                let stale: Vec<Message> = diesel::sql_query(
+                    "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
+                     WHERE id = ANY($3) AND status = 'processing' RETURNING *",
+                )
+                .bind::<Text, _>(OUTCOME_UNKNOWN)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Array<BigInt>, _>(&stale)
+                .get_results(conn)
+                .await?;
+                if let Some(first) = <[Message]>::first(&stale) {
+                    let tenant = TenantId(first.tenant_id);
+                    let refund: i64 = stale.iter().map(|m| m.price_minor).sum();
+                    let note = format!("Refund of {} message(s) whose send outcome is unknown", stale.len());
+                    let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
+                    settle(conn, &changed, now).await?;
+                    accounts::wallet::refund(conn, tenant, refund, &note).await?;
+                }
+                Ok::<_, Error>(())
+            })
+            .await?;
+        }
         let mut later = Vec::new();
         let mut later_at: Option<OffsetDateTime> = None;
         let mut defer = |id: i64, at: OffsetDateTime, later: &mut Vec<i64>| {
@@ -132,8 +139,13 @@ impl MessagingService {
         let mut by_channel: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
         for p in pending {
             match (p.status.as_str(), p.scheduled_at, p.tenant_channel_id) {
-                // someone else is sending it; look again once it would count as stale
-                ("processing", _, _) => defer(p.id, p.updated_at + stale_after, &mut later),
+                // failed just now, as in doubt
+                ("processing", _, _) if stale.contains(&p.id) => {}
+                // someone else is sending it; look again once it would be in doubt
+                ("processing", _, _) => {
+                    let at = doubt.get(&p.id).copied().flatten().unwrap_or(now + Duration::SECOND);
+                    defer(p.id, at, &mut later);
+                }
                 (_, Some(at), _) if at > now => defer(p.id, at, &mut later),
                 (_, _, Some(channel)) => by_channel.entry(channel).or_default().push(p.id),
                 (_, _, None) => tracing::error!(message = p.id, "a queued message without a channel"),
@@ -156,6 +168,41 @@ impl MessagingService {
             }
         }
         Ok(later_at.map(|at| Later { ids: later, at }))
+    }
+
+    /// For each `processing` message among `pending`: `None` when its send is in doubt now
+    /// (its holder's heartbeat stopped, or it has been processing for `stale_after`), else when
+    /// it would be. Queued messages are not in the answer.
+    async fn doubt(
+        &self,
+        conn: &mut store::Conn,
+        pending: &[Pending],
+        now: OffsetDateTime,
+    ) -> Result<HashMap<i64, Option<OffsetDateTime>>, Error> {
+        let stale_after = std_duration(self.config.stale_after);
+        let dead_after = std_duration(self.config.dead_after);
+        let processing: Vec<&Pending> = pending.iter().filter(|p| p.status == "processing").collect();
+        let mut holders: Vec<Uuid> = processing.iter().filter_map(|p| p.claimed_by).collect();
+        holders.sort_unstable();
+        holders.dedup();
+        let seen = store::workers::last_seen(conn, &holders).await?;
+        Ok(processing
+            .into_iter()
+            .map(|p| {
+                let by_age = p.updated_at + stale_after;
+                let at = match p.claimed_by {
+                    None => Some(by_age),
+                    Some(holder) => match seen.get(&holder) {
+                        // stopped (its row removed at a clean stop) or never kept a heartbeat
+                        None => None,
+                        Some(&seen) if store::workers::is_dead(Some(seen), now, dead_after) => None,
+                        // a second past the moment it would count as dead, so the look is not early
+                        Some(&seen) => Some(by_age.min(seen + dead_after + Duration::SECOND)),
+                    },
+                };
+                (p.id, at.filter(|&at| at >= now))
+            })
+            .collect())
     }
 
     /// The inline attempt of a send just written: its messages are queued on `channel` and were
@@ -185,7 +232,7 @@ impl MessagingService {
         let (claimed, deferred) = {
             let mut conn = self.conn().await?;
             let granted = self.take(&mut conn, channel, ids.len(), now).await?;
-            let claimed = claim(&mut conn, &ids[..granted], now).await?;
+            let claimed = claim(&mut conn, &ids[..granted], now, self.config.process).await?;
             // Granted but not claimed: another sender holds them, or they moved on. Looking
             // again later costs little and keeps them from being lost if that sender rolls back.
             let taken: std::collections::HashSet<i64> = claimed.iter().map(|m| m.id).collect();
@@ -467,18 +514,25 @@ pub(crate) async fn settle(
 }
 
 /// Moves up to all of `ids` from `queued` to `processing`, skipping rows another sender holds.
-async fn claim(conn: &mut store::Conn, ids: &[i64], now: OffsetDateTime) -> Result<Vec<Message>, Error> {
+/// They are marked with `process` (this process's heartbeat id, when it keeps one).
+async fn claim(
+    conn: &mut store::Conn,
+    ids: &[i64],
+    now: OffsetDateTime,
+    process: Option<Uuid>,
+) -> Result<Vec<Message>, Error> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     Ok(diesel::sql_query(
-        "UPDATE messages SET status = 'processing', updated_at = $2
+        "UPDATE messages SET status = 'processing', updated_at = $2, claimed_by = $4
          WHERE id IN (SELECT id FROM messages WHERE id = ANY($1) AND status = ANY($3) FOR UPDATE SKIP LOCKED)
          RETURNING *",
     )
     .bind::<Array<BigInt>, _>(ids)
     .bind::<Timestamptz, _>(now)
     .bind::<Array<Text>, _>(MessageEvent::Claim.sources())
+    .bind::<Nullable<diesel::sql_types::Uuid>, _>(process)
     .get_results(conn)
     .await?)
 }

@@ -312,7 +312,7 @@ impl MessagingService {
                 let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
                 let run_at = match (due, inline) {
                     (Some(at), _) => Some(at),
-                    (None, true) => Some(now + config.stale_after),
+                    (None, true) => Some(now + config.fallback_after()),
                     (None, false) => None,
                 };
                 enqueue_dispatch(conn, tenant, &queued, config.send_chunk, run_at).await?;

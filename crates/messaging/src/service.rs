@@ -26,8 +26,15 @@ pub struct MessagingConfig {
     pub send_concurrency: usize,
     /// How often a paused campaign checks whether the wallet can pay for its next batch.
     pub paused_recheck: Duration,
-    /// A message left in `processing` this long belongs to a sender that died mid-call.
+    /// A message left in `processing` this long is in doubt whoever holds it (a sender that
+    /// died mid-call, or one that could not record the answer): failed as "outcome unknown".
     pub stale_after: Duration,
+    /// This process's id in `workers`, when it keeps a heartbeat there (`gateway serve` and
+    /// `gateway worker`): the messages it claims are marked with it, and are in doubt as soon
+    /// as that heartbeat has been missing for `dead_after`, without waiting for `stale_after`.
+    pub process: Option<uuid::Uuid>,
+    /// How long a heartbeat may be missing before its process counts as dead (the job lease).
+    pub dead_after: Duration,
     /// Inbound keywords that put the sender on the blacklist, and that take it off.
     pub opt_out_keywords: Vec<String>,
     pub opt_in_keywords: Vec<String>,
@@ -45,9 +52,22 @@ impl Default for MessagingConfig {
             send_concurrency: 32,
             paused_recheck: Duration::from_secs(60),
             stale_after: Duration::from_secs(300),
+            process: None,
+            dead_after: Duration::from_secs(30),
             // Twilio's standard opt-out and opt-in words.
             opt_out_keywords: ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"].map(String::from).to_vec(),
             opt_in_keywords: ["START", "UNSTOP", "YES"].map(String::from).to_vec(),
+        }
+    }
+}
+
+impl MessagingConfig {
+    /// When the queued fallback of an inline send looks at its messages: once a dead sender
+    /// would be noticed (with a heartbeat), else once its messages would count as stale.
+    pub(crate) fn fallback_after(&self) -> Duration {
+        match self.process {
+            Some(_) => self.dead_after.min(self.stale_after),
+            None => self.stale_after,
         }
     }
 }

@@ -1,7 +1,12 @@
 //! The job queue (house rule 6): typed jobs in PostgreSQL, claimed in batches with
 //! `FOR UPDATE SKIP LOCKED`, leased so a crashed worker's job comes back, retried with
-//! exponential backoff up to `max_attempts`, then kept as `dead` for inspection. Workers wake
-//! on `LISTEN/NOTIFY` and poll as a fallback.
+//! exponential backoff (with jitter) up to `max_attempts`, then kept as `dead` for inspection.
+//! Workers wake on `LISTEN/NOTIFY` and poll as a fallback.
+//!
+//! Leases are short (30 s by default) and renewed by the running worker's heartbeat
+//! (`crate::workers`) three times per lease, so a job runs as long as it needs while its
+//! worker lives, and comes back within one lease once its worker died. A handler that panics
+//! is a failed attempt, recorded at once.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,6 +15,7 @@ use std::sync::Arc;
 
 use diesel::sql_types::{BigInt, Integer, Jsonb, Nullable, SmallInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
+use futures_util::FutureExt;
 use kernel::{Clock, Error, TenantId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -105,10 +111,29 @@ struct JobId {
     id: i64,
 }
 
-/// How long a failed run waits before the next attempt: 2 s, 4 s, 8 s... capped at an hour.
+/// The longest a failed run waits before the next attempt: 2 s, 4 s, 8 s... capped at an hour.
 pub fn backoff(attempt: i32) -> Duration {
     let exponent = attempt.clamp(1, 12) as u32;
     Duration::seconds(2_i64.pow(exponent)).min(Duration::hours(1))
+}
+
+/// The wait before the next attempt: "equal jitter" over [`backoff`], between half of it and all
+/// of it, placed by `unit` (in `[0, 1]`; out-of-range values are clamped). Jobs that failed
+/// together (a provider outage) do not all come back in the same second.
+pub fn jittered_backoff(attempt: i32, unit: f64) -> Duration {
+    let ceiling = backoff(attempt);
+    let half: Duration = ceiling / 2;
+    let unit = if unit.is_nan() { 0.0 } else { unit.clamp(0.0, 1.0) };
+    // whole milliseconds, so the stored time reads back equal
+    let extra = Duration::milliseconds((half.whole_milliseconds() as f64 * unit) as i64);
+    half + extra
+}
+
+/// A uniform number in `[0, 1)` from the operating system's randomness (through a v4 UUID,
+/// which the queue already depends on).
+fn random_unit() -> f64 {
+    let bits = (Uuid::new_v4().as_u128() >> 64) as u64 >> 11;
+    bits as f64 / (1_u64 << 53) as f64
 }
 
 type BoxFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
@@ -143,7 +168,9 @@ impl Registry {
 pub struct WorkerConfig {
     /// Jobs run at once by one worker.
     pub concurrency: usize,
-    /// How long a claim holds before another worker may take the job again.
+    /// How long a claim holds before another worker may take the job again; the worker's
+    /// heartbeat (`run`) renews it three times per lease while the job runs, so this is also
+    /// how soon the jobs of a dead worker come back.
     pub lease: Duration,
     /// Fallback poll when no notification arrives.
     pub poll_interval: std::time::Duration,
@@ -155,7 +182,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             concurrency: 8,
-            lease: Duration::minutes(5),
+            lease: Duration::seconds(30),
             poll_interval: std::time::Duration::from_secs(2),
             shutdown_grace: std::time::Duration::from_secs(10),
         }
@@ -188,11 +215,67 @@ struct WorkerInner {
     clock: Clock,
     registry: Registry,
     config: WorkerConfig,
+    /// The jobs whose handlers are running here now: only their leases are renewed, so a job
+    /// whose outcome could not be recorded comes back after its lease like a dead worker's.
+    running: std::sync::Mutex<std::collections::HashSet<i64>>,
+}
+
+/// Marks a job as running here for as long as it lives (an aborted run drops it too).
+struct Running<'a> {
+    worker: &'a WorkerInner,
+    id: i64,
+}
+
+impl<'a> Running<'a> {
+    fn new(worker: &'a WorkerInner, id: i64) -> Self {
+        worker.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        Self { worker, id }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.worker.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
 }
 
 impl Worker {
     pub fn new(pool: Pool, clock: Clock, registry: Registry, config: WorkerConfig) -> Self {
-        Self { inner: Arc::new(WorkerInner { id: Uuid::new_v4(), pool, clock, registry, config }) }
+        Self::with_id(Uuid::new_v4(), pool, clock, registry, config)
+    }
+
+    /// A worker whose identity (its row in `workers`) is `id`: the process's own, when other
+    /// parts of the process mark what they hold with it too.
+    pub fn with_id(id: Uuid, pool: Pool, clock: Clock, registry: Registry, config: WorkerConfig) -> Self {
+        let running = std::sync::Mutex::default();
+        Self { inner: Arc::new(WorkerInner { id, pool, clock, registry, config, running }) }
+    }
+
+    /// Writes this worker's heartbeat row (`run` does it too); a process calls it before it
+    /// starts anything that marks rows with the worker's id.
+    pub async fn register(&self) -> Result<(), Error> {
+        let mut conn = crate::connect(&self.inner.pool).await?;
+        crate::workers::register(&mut conn, self.inner.id, self.inner.clock.now()).await
+    }
+
+    /// One heartbeat: this worker is alive, and every job it is running is leased for another
+    /// lease. `run` beats three times per lease; answers how many leases were renewed.
+    pub async fn beat(&self) -> Result<usize, Error> {
+        let running: Vec<i64> = self.inner.running.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
+        let mut conn = crate::connect(&self.inner.pool).await?;
+        crate::workers::beat(&mut conn, self.inner.id, &running, self.inner.clock.now(), self.inner.config.lease).await
+    }
+
+    /// Beats until the task is aborted; a failed beat is logged and tried at the next tick
+    /// (two more fit in a lease).
+    async fn keep_beating(self) {
+        let interval = crate::workers::heartbeat_interval(self.inner.config.lease);
+        loop {
+            tokio::time::sleep(interval).await;
+            if let Err(error) = self.beat().await {
+                tracing::warn!(%error, "heartbeat failed; the leases of running jobs were not renewed");
+            }
+        }
     }
 
     pub fn id(&self) -> Uuid {
@@ -244,9 +327,15 @@ impl Worker {
             tenant_id: job.tenant_id.map(TenantId),
         };
         let span = tracing::info_span!("job", id = job.id, name = %job.name, attempt = job.attempts);
+        let _running = Running::new(inner, job.id);
         async {
             let outcome = match inner.registry.runners.get(job.name.as_str()) {
-                Some(runner) => runner(job.payload, ctx).await,
+                // A panic is a failed attempt like any other, recorded now rather than when
+                // the lease would have run out.
+                Some(runner) => match std::panic::AssertUnwindSafe(runner(job.payload, ctx)).catch_unwind().await {
+                    Ok(outcome) => outcome,
+                    Err(panic) => Err(JobError(format!("the handler panicked: {}", panic_message(&*panic)))),
+                },
                 None => Err(JobError(format!("no handler for job {}", job.name))),
             };
             if let Err(error) = self.finish(job.id, job.attempts, outcome).await {
@@ -279,7 +368,7 @@ impl Worker {
                 )
                 .bind::<BigInt, _>(id)
                 .bind::<SqlUuid, _>(inner.id)
-                .bind::<Timestamptz, _>(inner.clock.now() + backoff(attempt))
+                .bind::<Timestamptz, _>(inner.clock.now() + jittered_backoff(attempt, random_unit()))
                 .bind::<Text, _>(message)
                 .execute(&mut conn)
                 .await?;
@@ -306,6 +395,10 @@ impl Worker {
     /// (when `listen_url` is given) or polls. On shutdown, running jobs get a grace period;
     /// the rest are released for another worker.
     pub async fn run(self, listen_url: Option<String>, mut shutdown: watch::Receiver<bool>) {
+        if let Err(error) = self.register().await {
+            tracing::error!(%error, "writing the worker's heartbeat failed; the next beat tries again");
+        }
+        let heartbeat = tokio::spawn(self.clone().keep_beating());
         let wake = Arc::new(Notify::new());
         let listener = listen_url.map(|url| tokio::spawn(listen(url, CHANNEL, wake.clone())));
         let config = self.inner.config.clone();
@@ -349,10 +442,19 @@ impl Worker {
             running.abort_all();
             while running.join_next().await.is_some() {}
         }
+        heartbeat.abort();
         match self.release().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(released = n, "released unfinished jobs"),
             Err(error) => tracing::error!(%error, "releasing jobs failed"),
+        }
+        // Gone: what it still marks as its own (a send cut off by the grace) is in doubt now.
+        let forgotten = async {
+            let mut conn = crate::connect(&self.inner.pool).await?;
+            crate::workers::forget(&mut conn, self.inner.id).await
+        };
+        if let Err(error) = forgotten.await {
+            tracing::warn!(%error, "removing the worker's heartbeat failed; it counts as dead after a lease");
         }
     }
 
@@ -369,6 +471,15 @@ impl Worker {
         .await?;
         Ok(released)
     }
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a formatted message).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// Wakes `wake` on every `NOTIFY` of `channel`, reconnecting after a failure; the listener's

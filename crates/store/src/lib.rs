@@ -7,6 +7,7 @@ pub mod migrate;
 pub mod outbox;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod workers;
 
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::deadpool;

@@ -11,5 +11,7 @@ mod idempotency;
 mod jobs;
 #[path = "store/outbox.rs"]
 mod outbox;
+#[path = "store/recovery.rs"]
+mod recovery;
 #[path = "store/tenancy.rs"]
 mod tenancy;

@@ -1,8 +1,10 @@
 //! The delivery loop. Deliveries are their own queue (`webhook_deliveries`): claimed in batches
 //! ahead of need with `FOR UPDATE SKIP LOCKED` under a lease, attempted concurrently with a
-//! bound per process and per receiver, and recorded in batches while the next attempts run. They keep the job queue's guarantees (a crashed process's claims
-//! come back after the lease; attempts are counted; failures stay for inspection) with the
-//! webhook schedule instead of the queue's backoff, and without a job row per delivery.
+//! bound per process and per receiver, and recorded in batches while the next attempts run. They
+//! keep the job queue's guarantees (a short lease renewed three times per lease while a claim is
+//! held, so a crashed process's claims come back within one lease; attempts are counted;
+//! failures stay for inspection) with the webhook schedule instead of the queue's backoff, and
+//! without a job row per delivery.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -118,6 +120,8 @@ struct Gate {
 pub struct Deliverer {
     service: WebhookService,
     id: Uuid,
+    /// Claims held here and not yet recorded: the ones whose lease `run` renews.
+    held: std::sync::Mutex<std::collections::HashSet<Uuid>>,
     gates: std::sync::Mutex<HashMap<i64, Gate>>,
     /// Attempts in flight in this process.
     slots: Arc<Semaphore>,
@@ -128,7 +132,14 @@ pub struct Deliverer {
 impl Deliverer {
     pub fn new(service: WebhookService) -> Arc<Self> {
         let slots = Arc::new(Semaphore::new(service.config.concurrency));
-        Arc::new(Self { service, id: Uuid::new_v4(), gates: Default::default(), slots, stopping: Default::default() })
+        Arc::new(Self {
+            service,
+            id: Uuid::new_v4(),
+            held: Default::default(),
+            gates: Default::default(),
+            slots,
+            stopping: Default::default(),
+        })
     }
 
     /// The most a receiver may have claimed here at once.
@@ -212,7 +223,7 @@ impl Deliverer {
             .into_iter()
             .map(|e| (e.id, (e.payload, e.occurred_at)))
             .collect();
-        Ok(claimed
+        let claimed: Vec<Claimed> = claimed
             .into_iter()
             // one event may have several receivers' deliveries in the batch
             .filter_map(|row| match events.get(&row.event_id) {
@@ -223,7 +234,41 @@ impl Deliverer {
                     None
                 }
             })
-            .collect())
+            .collect();
+        // held here until recorded: their leases are renewed meanwhile
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).extend(claimed.iter().map(|c| c.id));
+        Ok(claimed)
+    }
+
+    /// Renews the lease of every claim held here; answers how many were renewed.
+    pub async fn renew(&self) -> Result<usize, Error> {
+        let held: Vec<Uuid> = self.held.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
+        if held.is_empty() {
+            return Ok(0);
+        }
+        let now = self.service.clock.now();
+        let mut conn = self.service.conn().await?;
+        let renewed = diesel::sql_query(
+            "UPDATE webhook_deliveries SET locked_until = $3
+             WHERE id = ANY ($1) AND locked_by = $2 AND state = 'pending' AND locked_until < $3",
+        )
+        .bind::<Array<SqlUuid>, _>(held)
+        .bind::<SqlUuid, _>(self.id)
+        .bind::<Timestamptz, _>(now + self.service.config.lease)
+        .execute(&mut conn)
+        .await?;
+        Ok(renewed)
+    }
+
+    /// Renews the held claims three times per lease until the task is aborted.
+    async fn keep_renewing(self: Arc<Self>) {
+        let interval = store::workers::heartbeat_interval(self.service.config.lease);
+        loop {
+            tokio::time::sleep(interval).await;
+            if let Err(error) = self.renew().await {
+                tracing::warn!(%error, "renewing the leases of claimed webhook deliveries failed");
+            }
+        }
     }
 
     /// Starts the attempt of one claimed delivery; its end goes to `done`.
@@ -282,6 +327,13 @@ impl Deliverer {
     /// delivery's next state, the receivers' failure counts, and any pause they cause. Claims
     /// given back unmade are released.
     async fn record(&self, finished: Vec<Finished>) -> Result<(), Error> {
+        {
+            // recorded or not, no longer renewed: a failed record comes back after the lease
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            for done in &finished {
+                held.remove(&done.id);
+            }
+        }
         for done in &finished {
             self.ungate(done.webhook_id);
         }
@@ -375,6 +427,7 @@ impl Deliverer {
         let outstanding = Arc::new(AtomicUsize::new(0));
         let (done, ended) = mpsc::unbounded_channel();
         let recorder = tokio::spawn(self.clone().recorder(ended, outstanding.clone(), wake.clone()));
+        let renewing = tokio::spawn(self.clone().keep_renewing());
         while !*shutdown.borrow() {
             let claimed_now = AtomicUsize::load(&outstanding, Ordering::Acquire);
             let mut more = false;
@@ -411,6 +464,7 @@ impl Deliverer {
         if tokio::time::timeout(grace, recorder).await.is_err() {
             tracing::warn!("webhook attempts still running at shutdown; their claims come back after the lease");
         }
+        renewing.abort();
     }
 
     /// Records ended attempts batch by batch (whatever has arrived, up to a bound), and wakes the

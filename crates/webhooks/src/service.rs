@@ -19,7 +19,9 @@ pub struct WebhooksConfig {
     pub concurrency: usize,
     /// Deliveries in flight at once to one receiver, so a slow one never holds back the rest.
     pub per_receiver: usize,
-    /// How long a claimed delivery stays claimed before another process may try it.
+    /// How long a claimed delivery stays claimed before another process may try it, unless the
+    /// claiming process renews it (three times per lease while it holds the claim): also how
+    /// soon a dead process's claims come back.
     pub lease: time::Duration,
     /// Fallback poll when no notification arrives.
     pub poll_interval: Duration,
@@ -38,7 +40,7 @@ impl Default for WebhooksConfig {
             timeout: Duration::from_secs(10),
             concurrency: 64,
             per_receiver: 16,
-            lease: time::Duration::minutes(2),
+            lease: time::Duration::seconds(30),
             poll_interval: Duration::from_secs(1),
             excerpt_limit: 1_024,
             pause_after: 50,

@@ -3,6 +3,7 @@
 //! reservations, and orders.
 
 mod batch;
+mod crash;
 mod orders;
 mod products;
 mod reservations;

@@ -330,6 +330,59 @@ async fn a_message_left_processing_by_a_dead_sender_is_failed_not_resent() {
     assert_eq!(balance(&app, acme.key()).await, 100_000 - 500, "refunded");
 }
 
+/// Crash recovery in seconds (issue 14): a message `processing` under a process whose heartbeat
+/// stopped a lease ago (30 s by default) is failed as "outcome unknown" at once, without the
+/// five minutes; one whose process still beats is left to it, and failed a lease after its last
+/// beat.
+#[actix_web::test]
+async fn a_message_held_by_a_process_whose_heartbeat_stopped_is_failed_within_a_lease() {
+    let app = spawn().await;
+    let acme = sms_account(&app, "all").await;
+    let messages = send(&app, acme.key(), json!({"recipients": numbers(11, 6)})).await;
+    let (dead, alive) = (&messages[2], &messages[3]);
+    let rfc3339 = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("format");
+    let now = app.clock.now();
+    let (dead_process, live_process) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    super::support::exec(
+        &app.pool,
+        &format!(
+            "INSERT INTO workers (id, started_at, last_seen_at) VALUES
+                 ('{dead_process}', '{started}', '{dead_seen}'), ('{live_process}', '{started}', '{now}')",
+            started = rfc3339(now - seconds(600)),
+            dead_seen = rfc3339(now - seconds(31)),
+            now = rfc3339(now),
+        ),
+    )
+    .await;
+    for (message, process) in [(dead, dead_process), (alive, live_process)] {
+        super::support::exec(
+            &app.pool,
+            &format!(
+                "UPDATE messages SET status = 'processing', updated_at = '{}', claimed_by = '{process}' WHERE id = {}",
+                rfc3339(now),
+                message["id"]
+            ),
+        )
+        .await;
+    }
+    app.run_jobs().await;
+    let stored = read(&app, acme.key(), str_of(dead, "uid")).await;
+    assert_eq!(stored["status"], "failed", "{stored}");
+    assert!(str_of(&stored, "error_message").contains("Send outcome unknown"), "{stored}");
+    assert!(app.sandbox().sent_to(&e164("0013")).is_empty(), "never handed to the provider by us");
+    assert_eq!(status_of(&app, acme.key(), alive).await, "processing", "its process still beats");
+    assert_eq!(app.sandbox().count(), 4);
+
+    // The live process stops beating: a lease (and a second) after its last beat, failed too.
+    app.advance(seconds(31)).await;
+    let stored = read(&app, acme.key(), str_of(alive, "uid")).await;
+    assert_eq!(stored["status"], "failed", "{stored}");
+    assert!(str_of(&stored, "error_message").contains("Send outcome unknown"), "{stored}");
+    assert!(app.sandbox().sent_to(&e164("0014")).is_empty());
+    assert_eq!(app.sandbox().calls(), 4);
+    assert_eq!(balance(&app, acme.key()).await, 100_000 - 400, "both refunded");
+}
+
 /// The consent ledger applies to every send (issue 3): a number that opts out while a message
 /// to it waits for its schedule_time does not get it.
 #[actix_web::test]

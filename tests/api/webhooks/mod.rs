@@ -3,6 +3,7 @@
 //! with real receivers on 127.0.0.1.
 
 mod access;
+mod crash;
 mod delivery;
 mod fan_out;
 mod pausing;

@@ -139,26 +139,28 @@ async fn a_failed_job_is_retried_after_its_backoff() {
     let first = job(&env.pool, id).await;
     assert_eq!(first.state, "queued");
     assert_eq!(first.attempts, 1);
-    assert_eq!(first.run_at, Some(start + backoff(1)));
-    assert_eq!(first.run_at, Some(start + Duration::seconds(2)));
+    // jittered: between half the backoff and all of it
+    let wait = first.run_at.expect("a retry time") - start;
+    assert!(wait >= backoff(1) / 2 && wait <= backoff(1), "waits {wait}");
+    assert!(wait >= Duration::seconds(1) && wait <= Duration::seconds(2), "waits {wait}");
     assert_eq!(first.last_error.as_deref(), Some("boom 1 on attempt 1"));
     assert_eq!((first.locked_by, first.locked_until), (None, None));
 
     assert_eq!(worker.work_once().await.expect("work"), 0);
-    env.clock.advance(Duration::milliseconds(1_999));
+    env.clock.advance(wait - Duration::milliseconds(1));
     assert_eq!(worker.work_once().await.expect("work"), 0, "not before the backoff is over");
     env.clock.advance(Duration::milliseconds(1));
     assert_eq!(worker.work_once().await.expect("work"), 1);
 
     let second = job(&env.pool, id).await;
     assert_eq!((second.state.as_str(), second.attempts), ("queued", 2));
-    assert_eq!(second.run_at, Some(env.clock.now() + backoff(2)));
-    assert_eq!(second.run_at, Some(env.clock.now() + Duration::seconds(4)));
+    let wait = second.run_at.expect("a retry time") - env.clock.now();
+    assert!(wait >= Duration::seconds(2) && wait <= Duration::seconds(4), "waits {wait}");
     assert_eq!(second.last_error.as_deref(), Some("boom 1 on attempt 2"));
 
-    env.clock.advance(Duration::seconds(3));
+    env.clock.advance(wait - Duration::milliseconds(1));
     assert_eq!(worker.work_once().await.expect("work"), 0);
-    env.clock.advance(Duration::seconds(1));
+    env.clock.advance(Duration::milliseconds(1));
     assert_eq!(worker.work_once().await.expect("work"), 1);
     assert!(job_row(&env.pool, id).await.is_none(), "the third attempt succeeded");
     let attempts: Vec<i32> = probe.runs().iter().map(|run| run.attempt).collect();

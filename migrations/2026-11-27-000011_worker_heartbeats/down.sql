@@ -1,0 +1,3 @@
+DROP INDEX IF EXISTS jobs_locked_by;
+ALTER TABLE messages DROP COLUMN IF EXISTS claimed_by;
+DROP TABLE IF EXISTS workers;
