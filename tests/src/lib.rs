@@ -5,11 +5,12 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::header::HeaderMap;
 use actix_web::{test, web};
-use gateway::AppState;
+use gateway::config::Config;
 use gateway::http::rate_limit::{MemoryLimiter, PostgresLimiter, RateLimiter};
+use gateway::{AppState, Services};
 use kernel::caller::Permissions;
 use kernel::{Clock, TenantId, UserId};
-use messaging::{MessagingConfig, MessagingService};
+use messaging::MessagingConfig;
 use serde_json::Value;
 use std::sync::Arc;
 use store::jobs::{Worker, WorkerConfig};
@@ -56,10 +57,9 @@ pub struct TestApp<S> {
     pub db: TestDb,
     pub pool: store::Pool,
     pub clock: Clock,
-    pub messaging: messaging::MessagingService,
-    pub webhooks: webhooks::WebhookService,
-    /// The data service, for what the API cannot do: defining tables, storing files.
-    pub data: data_tables::DataService,
+    /// The domain services the app runs on, as the gateway composes them (`app.messaging`,
+    /// `app.data`... for what the API cannot do: channels, table definitions, files).
+    pub services: Services,
     worker: Worker,
     deliverer: Arc<webhooks::Deliverer>,
     service: S,
@@ -117,34 +117,28 @@ async fn build_with(
         Limiter::Memory(limit) => RateLimiter::Memory(MemoryLimiter::new(limit)),
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let messaging = messaging_service(pool.clone(), clock.clone(), config);
-    let webhooks = webhooks::WebhookService::new(pool.clone(), clock.clone(), gateway::catalogue(), webhooks_config)
-        .await
-        .expect("webhooks");
-    let state = web::Data::new(
-        AppState::new(
-            pool.clone(),
-            clock.clone(),
-            limiter,
-            messaging.clone(),
-            webhooks.clone(),
-            "http://127.0.0.1:8080",
-        )
-        .expect("state"),
-    );
+    let settings = Config {
+        public_url: "http://127.0.0.1:8080".to_owned(),
+        provider_timeout: std::time::Duration::from_secs(2),
+        sandbox: providers::SandboxConfig::default(),
+        messaging: config,
+        webhooks: webhooks_config,
+        ..Config::from_env().expect("the gateway's configuration")
+    };
+    let services = Services::new(pool.clone(), clock.clone(), &settings).await.expect("services");
+    let worker = Worker::new(pool.clone(), clock.clone(), services.job_registry(), WorkerConfig::default());
+    let deliverer = webhooks::Deliverer::new(services.webhooks.clone());
+    let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, services.clone()).expect("state"));
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
-    let leads = leads::LeadService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080".to_owned());
-    let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
-    let data = data_tables::DataService::new(pool.clone(), clock.clone(), "http://127.0.0.1:8080");
-    let registry = gateway::serve::job_registry(
-        &Arc::new(messaging.clone()),
-        &Arc::new(leads),
-        &Arc::new(commerce),
-        &Arc::new(data.clone()),
-    );
-    let worker = Worker::new(pool.clone(), clock.clone(), registry, WorkerConfig::default());
-    let deliverer = webhooks::Deliverer::new(webhooks.clone());
-    TestApp { db, pool, clock, messaging, webhooks, data, worker, deliverer, service }
+    TestApp { db, pool, clock, services, worker, deliverer, service }
+}
+
+impl<S> std::ops::Deref for TestApp<S> {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
 }
 
 /// Webhooks as tests need them: receivers on this machine's loopback are allowed (the one
@@ -155,15 +149,6 @@ pub fn webhooks_config() -> webhooks::WebhooksConfig {
         timeout: std::time::Duration::from_secs(2),
         ..webhooks::WebhooksConfig::default()
     }
-}
-
-/// The messaging service the way the gateway builds it, with the sandbox as every channel's
-/// provider unless a channel names another, and a short provider timeout.
-pub fn messaging_service(pool: store::Pool, clock: Clock, config: MessagingConfig) -> MessagingService {
-    let client = providers::http_client().expect("HTTP client");
-    let sandbox = Arc::new(providers::Sandbox::new(providers::SandboxConfig::default()));
-    let gateways = messaging::gateways::Gateways::new(client, sandbox, std::time::Duration::from_secs(2));
-    MessagingService::new(pool, clock, gateways, config)
 }
 
 impl<S, B> TestApp<S>

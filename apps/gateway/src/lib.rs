@@ -19,12 +19,11 @@ use kernel::Clock;
 use http::metrics::Metrics;
 use http::rate_limit::RateLimiter;
 
-/// Everything a request may need, shared by every worker thread.
-pub struct AppState {
-    pub pool: store::Pool,
-    pub clock: Clock,
-    pub limiter: RateLimiter,
-    pub metrics: Metrics,
+/// Every domain service, built in one place from the pool, the clock and the configuration:
+/// `serve`, `worker`, the admin CLI and the tests all compose the service through
+/// [`Services::new`], so none of them can wire a service differently.
+#[derive(Clone)]
+pub struct Services {
     pub contacts: contacts::ContactService,
     pub messaging: messaging::MessagingService,
     pub webhooks: webhooks::WebhookService,
@@ -33,27 +32,67 @@ pub struct AppState {
     pub data: data_tables::DataService,
 }
 
+impl Services {
+    /// Reads of `config`: the public URL, the provider clients' timeout and sandbox, and the
+    /// messaging and webhooks tunables.
+    pub async fn new(pool: store::Pool, clock: Clock, config: &config::Config) -> Result<Self, kernel::Error> {
+        let client = providers::http_client().map_err(kernel::Error::internal)?;
+        let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
+        let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout);
+        let webhooks =
+            webhooks::WebhookService::new(pool.clone(), clock.clone(), catalogue(), config.webhooks.clone()).await?;
+        Ok(Self {
+            contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
+            messaging: messaging::MessagingService::new(
+                pool.clone(),
+                clock.clone(),
+                gateways,
+                config.messaging.clone(),
+            ),
+            webhooks,
+            leads: leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone()),
+            commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
+            data: data_tables::DataService::new(pool, clock, config.public_url.clone()),
+        })
+    }
+
+    /// Every domain's job handlers.
+    pub fn job_registry(&self) -> store::jobs::Registry {
+        let mut registry = store::jobs::Registry::new();
+        std::sync::Arc::new(self.messaging.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.leads.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.commerce.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.data.clone()).register_jobs(&mut registry);
+        registry
+    }
+}
+
+/// Everything a request may need, shared by every worker thread; the services are reached as
+/// `state.leads`, `state.commerce`...
+pub struct AppState {
+    pub pool: store::Pool,
+    pub clock: Clock,
+    pub limiter: RateLimiter,
+    pub metrics: Metrics,
+    pub services: Services,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
+}
+
 impl AppState {
     pub fn new(
         pool: store::Pool,
         clock: Clock,
         limiter: RateLimiter,
-        messaging: messaging::MessagingService,
-        webhooks: webhooks::WebhookService,
-        public_url: &str,
+        services: Services,
     ) -> Result<Self, kernel::Error> {
-        Ok(Self {
-            contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
-            leads: leads::LeadService::new(pool.clone(), clock.clone(), public_url.to_owned()),
-            commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
-            data: data_tables::DataService::new(pool.clone(), clock.clone(), public_url),
-            messaging,
-            webhooks,
-            metrics: Metrics::new().map_err(kernel::Error::internal)?,
-            pool,
-            clock,
-            limiter,
-        })
+        Ok(Self { metrics: Metrics::new().map_err(kernel::Error::internal)?, pool, clock, limiter, services })
     }
 }
 
@@ -86,33 +125,12 @@ pub fn app(
         .default_service(web::to(ops::not_found))
 }
 
-/// The messaging service as configured: provider clients over one HTTP client, the process's
-/// sandbox, and the messaging tunables.
-pub fn messaging_service(
-    pool: store::Pool,
-    clock: Clock,
-    config: &config::Config,
-) -> Result<messaging::MessagingService, kernel::Error> {
-    let client = providers::http_client().map_err(kernel::Error::internal)?;
-    let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
-    let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout);
-    Ok(messaging::MessagingService::new(pool, clock, gateways, config.messaging.clone()))
-}
-
 /// The event catalogue with the samples of the domains that exist built by their real payload
 /// code, so a sample cannot drift from what is delivered.
 pub fn catalogue() -> webhooks::catalogue::Catalogue {
     webhooks::catalogue::Catalogue::standard()
         .with_samples(messaging::events::samples())
+        .with_samples(leads::events::samples())
         .with_samples(commerce::events::samples())
         .with_samples(webhooks::deliver::samples())
-}
-
-/// The webhooks service as configured.
-pub async fn webhook_service(
-    pool: store::Pool,
-    clock: Clock,
-    config: &config::Config,
-) -> Result<webhooks::WebhookService, kernel::Error> {
-    webhooks::WebhookService::new(pool, clock, catalogue(), config.webhooks.clone()).await
 }

@@ -1,15 +1,13 @@
 //! `gateway serve` (HTTP and workers) and `gateway worker` (workers only).
 
-use std::sync::Arc;
-
 use actix_web::{HttpServer, web};
 use kernel::Clock;
-use store::jobs::{Registry, Worker, WorkerConfig};
+use store::jobs::{Worker, WorkerConfig};
 use tokio::sync::watch;
 
 use crate::config::{Config, LimiterKind, LogFormat};
 use crate::http::rate_limit::{MemoryLimiter, PostgresLimiter, RateLimiter};
-use crate::{AppState, app};
+use crate::{AppState, Services, app};
 
 /// `RUST_LOG`-style filtering (default `info`), as text or JSON lines.
 pub fn init_logging(format: LogFormat) {
@@ -20,21 +18,6 @@ pub fn init_logging(format: LogFormat) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
-}
-
-/// Every job handler the service knows; domains register theirs here as they arrive.
-pub fn job_registry(
-    messaging: &Arc<messaging::MessagingService>,
-    leads: &Arc<leads::LeadService>,
-    commerce: &Arc<commerce::CommerceService>,
-    data: &Arc<data_tables::DataService>,
-) -> Registry {
-    let mut registry = Registry::new();
-    messaging.register_jobs(&mut registry);
-    leads.register_jobs(&mut registry);
-    commerce.register_jobs(&mut registry);
-    data.register_jobs(&mut registry);
-    registry
 }
 
 async fn prepare(config: &Config) -> Result<store::Pool, String> {
@@ -63,22 +46,18 @@ async fn start_worker(
     process: uuid::Uuid,
     pool: store::Pool,
     clock: Clock,
-    messaging: messaging::MessagingService,
-    webhooks: webhooks::WebhookService,
+    services: &Services,
 ) -> Result<(watch::Sender<bool>, tokio::task::JoinHandle<()>), String> {
     let lease = time::Duration::try_from(config.job_lease).unwrap_or(time::Duration::seconds(30));
-    let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
-    let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
-    let data = data_tables::DataService::new(pool.clone(), clock.clone(), config.public_url.clone());
     let worker = Worker::with_id(
         process,
         pool,
         clock,
-        job_registry(&Arc::new(messaging), &Arc::new(leads), &Arc::new(commerce), &Arc::new(data)),
+        services.job_registry(),
         WorkerConfig { concurrency: config.worker_concurrency, lease, ..WorkerConfig::default() },
     );
     worker.register().await.map_err(|e| format!("writing the worker's heartbeat: {}", e.message))?;
-    let deliverer = webhooks::Deliverer::new(webhooks);
+    let deliverer = webhooks::Deliverer::new(services.webhooks.clone());
     let (stop, stopped) = watch::channel(false);
     let url = config.database_url.clone();
     let handle = tokio::spawn(async move {
@@ -98,13 +77,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
         LimiterKind::Memory => RateLimiter::Memory(MemoryLimiter::new(limit)),
         LimiterKind::Postgres => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
-    let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
-    let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
-    let state = web::Data::new(
-        AppState::new(pool.clone(), clock.clone(), limiter, messaging.clone(), webhooks.clone(), &config.public_url)
-            .map_err(|e| e.message.clone())?,
-    );
-    let (stop, worker) = start_worker(&config, process, pool, clock, messaging, webhooks).await?;
+    let services = Services::new(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
+    let (stop, worker) = start_worker(&config, process, pool.clone(), clock.clone(), &services).await?;
+    let state = web::Data::new(AppState::new(pool, clock, limiter, services).map_err(|e| e.message.clone())?);
     let max_body = config.max_body_bytes;
     let server = HttpServer::new(move || app(state.clone(), max_body))
         .workers(config.http_workers)
@@ -123,9 +98,8 @@ pub async fn work(config: Config) -> Result<(), String> {
     let (config, process) = with_process(config);
     let pool = prepare(&config).await?;
     let clock = Clock::system();
-    let messaging = crate::messaging_service(pool.clone(), clock.clone(), &config).map_err(|e| e.message.clone())?;
-    let webhooks = crate::webhook_service(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
-    let (stop, worker) = start_worker(&config, process, pool, clock, messaging, webhooks).await?;
+    let services = Services::new(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
+    let (stop, worker) = start_worker(&config, process, pool, clock, &services).await?;
     shutdown_signal().await;
     tracing::info!("stopping workers");
     let _ = stop.send(true);

@@ -2,6 +2,7 @@
 //! identities; upserts that fill and change but never blank; stages; the timeline and the lead
 //! events.
 
+pub mod events;
 pub mod fold;
 pub mod identity;
 pub mod lead;

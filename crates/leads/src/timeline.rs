@@ -68,6 +68,13 @@ pub(crate) async fn emit(
     event: LeadEvent<'_>,
     now: OffsetDateTime,
 ) -> Result<(), Error> {
+    let name = event.name;
+    store::outbox::emit(conn, tenant, name, payload(actor, event)?, now).await?;
+    Ok(())
+}
+
+/// The event's payload, as delivered (and as the catalogue's samples show it).
+pub(crate) fn payload(actor: &Actor, event: LeadEvent<'_>) -> Result<Value, Error> {
     let mut payload = Map::new();
     payload.insert("lead".into(), serde_json::to_value(event.lead).map_err(Error::internal)?);
     if let Some(changes) = event.changes {
@@ -77,6 +84,5 @@ pub(crate) async fn emit(
     payload.insert("actor".into(), actor.json());
     payload.insert("source".into(), json!({ "kind": "api", "id": null, "channel": event.lead.source_channel }));
     payload.extend(event.extra);
-    store::outbox::emit(conn, tenant, event.name, Value::Object(payload), now).await?;
-    Ok(())
+    Ok(Value::Object(payload))
 }

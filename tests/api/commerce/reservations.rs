@@ -442,9 +442,7 @@ mod over_http {
                 pool,
                 app.clock.clone(),
                 RateLimiter::Memory(MemoryLimiter::new(10_000)),
-                app.messaging.clone(),
-                app.webhooks.clone(),
-                "http://127.0.0.1:8080",
+                app.services.clone(),
             )
             .expect("state"),
         );

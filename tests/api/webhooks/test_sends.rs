@@ -263,3 +263,36 @@ async fn the_message_sent_sample_has_the_fields_of_a_real_delivery() {
         |v: &Value| -> std::collections::BTreeSet<String> { v.as_object().expect("object").keys().cloned().collect() };
     assert_eq!(keys(&sample), keys(&bodies[0]));
 }
+
+/// The lead samples are built by the leads crate's own payload code: each listed sample has
+/// the members of a real delivery of that event, the lead's included, and its actor is shaped
+/// as the service's actors are (the hand-written fallback had an `ai` actor no code sends).
+#[actix_web::test]
+async fn the_lead_samples_have_the_fields_of_real_deliveries() {
+    let app = api_tests::spawn().await;
+    let account = app.account(&format!("{MANAGER},leads.view,leads.edit,leads.settings")).await;
+    let receiver = Receiver::answering(200).await;
+    register(&app, &account.key, &receiver.url(), &["lead.created", "lead.label_added"]).await;
+    let res = app.post("/api/v3/leads", &account.key, json!({"phone": "0712345678", "labels": ["VIP"]})).await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    app.run_jobs().await;
+    let bodies = receiver.bodies().await;
+    let listing = app.get(&format!("{WEBHOOKS}/events"), &account.key).await;
+    let keys =
+        |v: &Value| -> std::collections::BTreeSet<String> { v.as_object().expect("object").keys().cloned().collect() };
+    for name in ["lead.created", "lead.label_added"] {
+        let delivered = bodies.iter().find(|b| b["event"] == name).unwrap_or_else(|| panic!("{name} delivered"));
+        let sample = listing.data()["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .flat_map(|g| g["events"].as_array().expect("events").clone())
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed"))["sample"]
+            .clone();
+        assert_eq!(keys(&sample), keys(delivered), "{name}");
+        assert_eq!(keys(&sample["lead"]), keys(&delivered["lead"]), "{name}");
+        assert_eq!(keys(&sample["actor"]), keys(&delivered["actor"]), "{name}");
+        assert_eq!(sample["actor"]["kind"], delivered["actor"]["kind"], "{name}");
+    }
+}

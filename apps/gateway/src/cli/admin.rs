@@ -410,7 +410,7 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 .map_err(|e| Error::field("file", format!("Cannot read {}: {e}", file.display())))?;
             let definition: Value = serde_json::from_str(&raw)
                 .map_err(|e| Error::field("file", format!("{} is not JSON: {e}", file.display())))?;
-            let applied = data_service(&pool, config).apply(TenantId(tenant), definition).await?;
+            let applied = data_service(&pool, config).await?.apply(TenantId(tenant), definition).await?;
             (applied.group.id.to_string(), json!(applied))
         }
         AdminCommand::DataFile(DataFileCommand::Add { tenant, path, name, mime_type }) => {
@@ -420,7 +420,7 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "file".to_owned());
             let mime_type = mime_type.unwrap_or_else(|| mime_of(&name).to_owned());
-            let id = data_service(&pool, config).store_file(TenantId(tenant), &name, &mime_type, bytes).await?;
+            let id = data_service(&pool, config).await?.store_file(TenantId(tenant), &name, &mime_type, bytes).await?;
             (id.to_string(), json!({"id": id, "name": name, "mime_type": mime_type}))
         }
         AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
@@ -431,15 +431,16 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
     Ok(if admin.json { value.to_string() } else { plain })
 }
 
-fn data_service(pool: &store::Pool, config: &Config) -> data_tables::DataService {
-    data_tables::DataService::new(pool.clone(), kernel::Clock::system(), config.public_url.clone())
+/// The data-tables service, as the gateway composes it.
+async fn data_service(pool: &store::Pool, config: &Config) -> Result<data_tables::DataService, Error> {
+    Ok(crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?.data)
 }
 
 /// The demo's small CRM: agents and customers, with a status column and a relation. Applying
 /// again changes nothing; the sample records are added once.
 async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId) -> Result<(), Error> {
     let definition: Value = serde_json::from_str(include_str!("demo_crm.json")).map_err(Error::internal)?;
-    let data = data_service(pool, config);
+    let data = data_service(pool, config).await?;
     let applied = data.apply(tenant, definition).await?;
     let calling_code = accounts::tenants::get(&mut *store::connect(pool).await?, tenant).await?.default_country_code;
     let operator = kernel::Caller::operator(tenant, calling_code);
