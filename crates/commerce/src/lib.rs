@@ -15,4 +15,4 @@ pub mod sync;
 pub use catalogues::Catalogue;
 pub use orders::Order;
 pub use products::Product;
-pub use service::{CommerceService, parse_id};
+pub use service::CommerceService;

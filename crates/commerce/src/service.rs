@@ -54,8 +54,3 @@ pub(crate) async fn shop_of(conn: &mut store::Conn, tenant: TenantId, id: i64) -
         .optional()?
         .ok_or_else(|| Error::not_found("Catalogue"))
 }
-
-/// A numeric id from a path segment; anything else names nothing (404).
-pub fn parse_id(raw: &str, what: &str) -> Result<i64, Error> {
-    raw.trim().parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| Error::not_found(what))
-}

@@ -138,7 +138,7 @@ impl DataService {
     /// The file behind a signed URL: 403 when the signature is wrong or expired.
     pub async fn download(&self, id: &str, expires: &str, signature: &str) -> Result<Download> {
         let refused = || Error::forbidden("This file link is not valid or has expired.");
-        let id = crate::parse_id(id, "File")?;
+        let id = kernel::parse_id(id, "File")?;
         let expires: i64 = expires.parse().map_err(|_| refused())?;
         let signature = hex::decode(signature).map_err(|_| refused())?;
         let mut conn = self.conn().await?;

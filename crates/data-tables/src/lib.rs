@@ -21,7 +21,7 @@ pub mod values;
 
 pub use apply::Applied;
 pub use records::Record;
-pub use service::{DataService, View, parse_id};
+pub use service::{DataService, View};
 
 /// A serialized record's `data` fits in this many bytes (contract: Limits).
 pub const RECORD_BYTES: usize = 8_192;

@@ -223,8 +223,3 @@ impl View {
         }
     }
 }
-
-/// A UUID from a path segment; anything else names nothing (404).
-pub fn parse_id(raw: &str, what: &str) -> Result<Uuid> {
-    Uuid::parse_str(raw.trim()).map_err(|_| Error::not_found(what))
-}

@@ -14,5 +14,5 @@ pub mod phone;
 pub use caller::{Caller, CredentialKind, Issuer, Permission};
 pub use clock::Clock;
 pub use error::{Error, ErrorKind, Result};
-pub use ids::{ApiKeyId, TenantId, UserId};
+pub use ids::{ApiKeyId, TenantId, UserId, parse_id};
 pub use page::{Page, PageRequest, Pagination};

@@ -6,11 +6,6 @@ use uuid::Uuid;
 use crate::lead::{self, Lead};
 use crate::service::LeadService;
 
-/// A lead id from a path; anything else names no lead.
-pub fn parse_id(raw: &str) -> Result<Uuid, Error> {
-    raw.parse().map_err(|_| Error::not_found("Lead"))
-}
-
 impl LeadService {
     /// The full record, with identities and a possible duplicate. A lead the issuer may not see
     /// is not found.

@@ -4,11 +4,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use commerce::catalogues::{self, Catalogue, CatalogueSettings};
-use commerce::parse_id;
 use commerce::products::{self as product_list, Product, ProductRef};
 use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
 use commerce::sync::{Batch, Report};
 use kernel::page::PageQuery;
+use kernel::parse_id;
 use kernel::{Page, PageRequest};
 use serde_json::Value;
 

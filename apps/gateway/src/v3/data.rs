@@ -5,10 +5,10 @@ use std::collections::HashMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use data_tables::groups::parse_range;
-use data_tables::parse_id;
 use data_tables::records::list::ListQuery;
 use kernel::Error;
 use kernel::page::TimelineQuery;
+use kernel::parse_id;
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -3,9 +3,9 @@
 
 use actix_web::{HttpResponse, web};
 use kernel::Error;
+use kernel::parse_id;
 use leads::fields::LeadField;
 use leads::labels::{DeletedLabel, LabelNames, LabelPatch, LabelWithCount, LabelsAdded, LabelsRemoved, NewLabel};
-use leads::read::parse_id;
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
@@ -76,7 +76,7 @@ pub async fn add_labels(
     path: web::Path<String>,
     body: Json<LabelNames>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.add_lead_labels(&auth.0, parse_id(&path)?, body.0).await?))
+    Ok(ok(state.leads.add_lead_labels(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
 }
 
 /// Take labels off a lead by name, any case.
@@ -91,7 +91,7 @@ pub async fn remove_labels(
     path: web::Path<String>,
     body: Json<LabelNames>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.remove_lead_labels(&auth.0, parse_id(&path)?, body.0).await?))
+    Ok(ok(state.leads.remove_lead_labels(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
 }
 
 /// The workspace's custom lead fields: keys, types and select option keys, by key.

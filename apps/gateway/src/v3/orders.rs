@@ -3,9 +3,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
+use commerce::Order;
 use commerce::orders::{NewOrder, OrderFilter, StatusChange};
-use commerce::{Order, parse_id};
 use kernel::page::PageQuery;
+use kernel::parse_id;
 use kernel::{Page, PageRequest};
 use serde_json::Value;
 
