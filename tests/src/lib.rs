@@ -60,6 +60,8 @@ pub struct TestApp<S> {
     /// The domain services the app runs on, as the gateway composes them (`app.messaging`,
     /// `app.data`... for what the API cannot do: channels, table definitions, files).
     pub services: Services,
+    /// What the services were built from.
+    settings: Config,
     worker: Worker,
     deliverer: Arc<webhooks::Deliverer>,
     service: S,
@@ -130,7 +132,7 @@ async fn build_with(
     let deliverer = webhooks::Deliverer::new(services.webhooks.clone());
     let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, services.clone()).expect("state"));
     let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
-    TestApp { db, pool, clock, services, worker, deliverer, service }
+    TestApp { db, pool, clock, services, settings, worker, deliverer, service }
 }
 
 impl<S> std::ops::Deref for TestApp<S> {
@@ -222,6 +224,12 @@ where
     pub async fn advance(&self, by: time::Duration) -> usize {
         self.clock.advance(by);
         self.run_jobs().await
+    }
+
+    /// The services again, composed as this app's but on another pool (a test of many
+    /// connections at once).
+    pub async fn services_on(&self, pool: store::Pool) -> Services {
+        Services::new(pool, self.clock.clone(), &self.settings).await.expect("services")
     }
 
     /// The sandbox every sandbox channel of this app shares.

@@ -439,10 +439,10 @@ mod over_http {
         let pool = store::pool(app.db.url(), 16).expect("pool");
         let state = web::Data::new(
             AppState::new(
-                pool,
+                pool.clone(),
                 app.clock.clone(),
                 RateLimiter::Memory(MemoryLimiter::new(10_000)),
-                app.services.clone(),
+                app.services_on(pool).await,
             )
             .expect("state"),
         );

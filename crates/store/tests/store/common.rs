@@ -263,3 +263,11 @@ pub fn worker_with(env: &Env, probe: &Arc<Probe>, config: WorkerConfig) -> Worke
     registry.register::<Record>(probe.clone()).register::<Fragile>(probe.clone());
     Worker::new(env.pool.clone(), env.clock.clone(), registry, config)
 }
+
+/// Enqueues `job` to run now; its id.
+pub async fn enqueue_now<J: Job>(pool: &Pool, job: &J) -> i64 {
+    store::jobs::enqueue(&mut *conn(pool).await, job, store::jobs::Enqueue::default())
+        .await
+        .expect("enqueue")
+        .expect("a job id")
+}

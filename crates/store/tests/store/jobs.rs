@@ -10,16 +10,12 @@ use store::jobs::{self, Enqueue, Job, backoff};
 use time::Duration;
 
 use crate::common::{
-    Fragile, LEASE, PATIENCE, Probe, Record, Run, config, conn, env, eventually, job, job_row, job_rows, worker,
-    worker_with,
+    Fragile, LEASE, PATIENCE, Probe, Record, Run, config, conn, enqueue_now, env, eventually, job, job_row, job_rows,
+    worker, worker_with,
 };
 
 async fn enqueue<J: Job>(pool: &store::Pool, job: &J, options: Enqueue) -> Option<i64> {
     jobs::enqueue(&mut *conn(pool).await, job, options).await.expect("enqueue")
-}
-
-async fn enqueue_now<J: Job>(pool: &store::Pool, job: &J) -> i64 {
-    enqueue(pool, job, Enqueue::default()).await.expect("a job id")
 }
 
 #[tokio::test]

@@ -12,12 +12,8 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use crate::common::{
-    LEASE, PATIENCE, Probe, Record, Run, config, conn, env, eventually, job, job_row, worker, worker_with,
+    LEASE, PATIENCE, Probe, Record, Run, config, conn, enqueue_now, env, eventually, job, job_row, worker, worker_with,
 };
-
-async fn enqueue_now<J: Job>(pool: &store::Pool, job: &J) -> i64 {
-    jobs::enqueue(&mut *conn(pool).await, job, Enqueue::default()).await.expect("enqueue").expect("added")
-}
 
 #[derive(diesel::QueryableByName, Debug)]
 struct WorkerRow {
