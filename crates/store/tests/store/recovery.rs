@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
-use store::jobs::{self, Enqueue, Job, JobContext, JobError, Registry, Worker, backoff, jittered_backoff};
+use store::jobs::{Job, JobContext, JobError, Registry, Worker, backoff, jittered_backoff};
 use store::workers;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
