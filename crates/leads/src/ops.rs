@@ -155,7 +155,7 @@ impl LeadService {
                         Some("") => {
                             set.insert(key, Value::Null);
                         }
-                        Some(raw) => match kernel::phone::normalize(raw, &workspace.default_country_code) {
+                        Some(raw) => match kernel::phone::normalize(raw, &caller.calling_code) {
                             Some(e164) => {
                                 set.insert(key, Value::String(e164));
                             }

@@ -356,7 +356,7 @@ impl LeadService {
             return Err(invalid("body", "The body must be a JSON object."));
         };
         let tenant = accounts::tenants::get(conn, caller.tenant_id).await?;
-        let wanted = read(conn, caller.tenant_id, &tenant.default_country_code, body).await?;
+        let wanted = read(conn, caller.tenant_id, &caller.calling_code, body).await?;
         let mut identities = Vec::new();
         if let Some(phone) = &wanted.phone {
             identities.push(("phone", phone.trim_start_matches('+').to_owned()));

@@ -41,9 +41,14 @@ impl Key {
             return Ok(None);
         }
         if key.chars().count() > Self::MAX_CHARS || key.contains('\0') {
-            return Err(Error::field("Idempotency-Key", "The key must be at most 255 characters of text."));
+            return Err(Self::refused());
         }
         Ok(Some(Self(key.to_owned())))
+    }
+
+    /// The 422 of a header that is no key.
+    pub fn refused() -> Error {
+        Error::field("Idempotency-Key", "The key must be at most 255 characters of text.")
     }
 
     pub fn as_str(&self) -> &str {

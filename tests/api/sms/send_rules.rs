@@ -668,3 +668,22 @@ async fn a_nul_character_is_refused_as_bad_input() {
     assert_eq!(app.get("/api/v3/sms/msg_%00", acme.key()).await.status, 404);
     assert_eq!(app.get("/api/v3/campaign/cmp_%00/view", acme.key()).await.status, 404);
 }
+
+/// Numbers without a calling code are read in the account's own (`default_country_code`),
+/// never in a fixed country: a Kenyan account's `0712345678` is `+254712345678`, on sends and
+/// on the blacklist alike; a `+` number keeps its own code.
+#[actix_web::test]
+async fn national_numbers_take_the_account_s_calling_code() {
+    let app = spawn().await;
+    let acme = sms_account(&app, "all").await;
+    accounts::tenants::set_default_country_code(&mut *app.conn().await, acme.tenant(), "254").await.expect("254");
+    let res =
+        app.post(SEND, acme.key(), json!({"recipients": ["0712345678", "+255712345678"], "message": "Habari"})).await;
+    assert_eq!(res.status, 201, "{:?}", res.body);
+    let recipients: Vec<&str> =
+        res.data()["messages"].as_array().expect("messages").iter().filter_map(|m| m["recipient"].as_str()).collect();
+    assert_eq!(recipients, ["+254712345678", "+255712345678"]);
+    let res = app.post("/api/v3/sms/blacklist", acme.key(), json!({"numbers": ["0722 000 111"]})).await;
+    assert_eq!(res.status, 201, "{:?}", res.body);
+    assert_eq!(res.data()["items"][0]["number"], "+254722000111", "{:?}", res.body);
+}

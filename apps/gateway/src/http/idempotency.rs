@@ -16,10 +16,7 @@ pub fn key_of(request: &HttpRequest) -> Result<Option<Key>, ApiError> {
     let Some(value) = request.headers().get("Idempotency-Key") else {
         return Ok(None);
     };
-    let text = value
-        .to_str()
-        .map_err(|_| kernel::Error::field("Idempotency-Key", "The key must be at most 255 characters of text."))?;
-    Ok(Key::parse(text)?)
+    Ok(Key::parse(value.to_str().map_err(|_| Key::refused())?)?)
 }
 
 /// A service's answer in the success envelope at `status`; a replay says so in its header.
