@@ -1,6 +1,5 @@
 //! Id newtypes, so a tenant id never gets passed where a user id belongs.
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::Error;
@@ -29,32 +28,104 @@ pub fn parse_id<T: PathId>(raw: &str, what: &str) -> Result<T, Error> {
     T::from_path(raw.trim()).ok_or_else(|| Error::not_found(what))
 }
 
+/// Declares an id kind: a newtype over `i64` (a numeric id) or `Uuid`, read from a path with
+/// [`parse_id`], stored by diesel as its column type, written to JSON and the OpenAPI document
+/// as the bare value. Each domain declares its own kinds beside its services:
+///
+/// ```
+/// kernel::id!(
+///     /// A contact group.
+///     GroupId: i64
+/// );
+/// let id: GroupId = kernel::parse_id("12", "Group").unwrap();
+/// assert_eq!(id, GroupId(12));
+/// assert_eq!(serde_json::to_string(&id).unwrap(), "12");
+/// ```
+#[macro_export]
 macro_rules! id {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident : i64) => {
+        $crate::id!(@kind $(#[$doc])* $name, i64, BigInt);
+    };
+    ($(#[$doc:meta])* $name:ident : Uuid) => {
+        $crate::id!(@kind $(#[$doc])* $name, $crate::ids::reexport::Uuid, Uuid);
+    };
+    (@kind $(#[$doc:meta])* $name:ident, $inner:ty, $sql:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(pub i64);
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
+            $crate::ids::reexport::Serialize, $crate::ids::reexport::Deserialize,
+            $crate::ids::reexport::AsExpression, $crate::ids::reexport::FromSqlRow,
+        )]
+        #[serde(crate = "kernel::ids::reexport::serde", transparent)]
+        #[diesel(sql_type = $crate::ids::reexport::sql_types::$sql)]
+        pub struct $name(pub $inner);
 
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 self.0.fmt(f)
             }
         }
+
+        impl $crate::ids::PathId for $name {
+            fn from_path(raw: &str) -> Option<Self> {
+                <$inner as $crate::ids::PathId>::from_path(raw).map(Self)
+            }
+        }
+
+        impl $crate::ids::reexport::ToSql<$crate::ids::reexport::sql_types::$sql, $crate::ids::reexport::Pg> for $name {
+            fn to_sql<'b>(
+                &'b self,
+                out: &mut $crate::ids::reexport::Output<'b, '_, $crate::ids::reexport::Pg>,
+            ) -> $crate::ids::reexport::serialize::Result {
+                $crate::ids::reexport::ToSql::<$crate::ids::reexport::sql_types::$sql, $crate::ids::reexport::Pg>::to_sql(&self.0, out)
+            }
+        }
+
+        impl $crate::ids::reexport::FromSql<$crate::ids::reexport::sql_types::$sql, $crate::ids::reexport::Pg> for $name {
+            fn from_sql(
+                bytes: <$crate::ids::reexport::Pg as $crate::ids::reexport::Backend>::RawValue<'_>,
+            ) -> $crate::ids::reexport::deserialize::Result<Self> {
+                <$inner as $crate::ids::reexport::FromSql<$crate::ids::reexport::sql_types::$sql, $crate::ids::reexport::Pg>>::from_sql(bytes).map(Self)
+            }
+        }
+
+        /// Described as the bare value it is on the wire.
+        impl $crate::ids::reexport::PartialSchema for $name {
+            fn schema() -> $crate::ids::reexport::RefOr<$crate::ids::reexport::Schema> {
+                <$inner as $crate::ids::reexport::PartialSchema>::schema()
+            }
+        }
+
+        impl $crate::ids::reexport::ToSchema for $name {}
     };
 }
 
-id!(
+/// What [`id!`] expands to, so a domain crate needs no dependency of its own to declare an id.
+#[doc(hidden)]
+pub mod reexport {
+    pub use diesel::backend::Backend;
+    pub use diesel::deserialize::{self, FromSql, FromSqlRow};
+    pub use diesel::expression::AsExpression;
+    pub use diesel::pg::Pg;
+    pub use diesel::serialize::{self, Output, ToSql};
+    pub use diesel::sql_types;
+    pub use serde::{self, Deserialize, Serialize};
+    pub use utoipa::openapi::{RefOr, schema::Schema};
+    pub use utoipa::{PartialSchema, ToSchema};
+    pub use uuid::Uuid;
+}
+
+crate::id!(
     /// An account: the tenant a key belongs to.
-    TenantId
+    TenantId: i64
 );
-id!(
+crate::id!(
     /// A person who issues keys; their permissions bound what the keys may do.
-    UserId
+    UserId: i64
 );
-id!(
+crate::id!(
     /// A REST API key.
-    ApiKeyId
+    ApiKeyId: i64
 );
 
 #[cfg(test)]

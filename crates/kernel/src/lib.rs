@@ -2,6 +2,9 @@
 //! [`Caller`] and its permissions, the one [`Error`] type every domain returns, page requests
 //! and pages, phone numbers and the [`Clock`] that tests can move.
 
+// `id!` names serde by the path `kernel::...`, which must also resolve inside this crate.
+extern crate self as kernel;
+
 pub mod caller;
 pub mod clock;
 pub mod email;
@@ -9,6 +12,7 @@ pub mod error;
 pub mod ids;
 pub mod money;
 pub mod page;
+pub mod patch;
 pub mod phone;
 
 pub use caller::{Caller, CredentialKind, Issuer, Permission};
@@ -16,3 +20,4 @@ pub use clock::Clock;
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{ApiKeyId, TenantId, UserId, parse_id};
 pub use page::{Page, PageRequest, Pagination};
+pub use patch::Patch;
