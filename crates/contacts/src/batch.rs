@@ -3,50 +3,65 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use kernel::Error;
 use kernel::phone::ContactPhone;
 
-use crate::body::ContactBody;
+use crate::body::{ContactBody, ContactInput, from_value};
+use crate::ids::{ContactId, GroupId};
 use crate::contact::{ContactRow, new_uid, parse_phone};
 use crate::service::{merge_fields, row_state};
 
 /// The contract's limit on one batch.
 pub const MAX_BATCH_ROWS: usize = 500;
 
-pub(crate) struct BatchInput {
-    pub rows: Vec<Value>,
-    pub skip_existing: bool,
+/// `POST /contact-groups/{group}/contacts/batch`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct NewContacts {
+    /// 1 to 500 contacts, each like a single create. A row that breaks a rule (or is not a
+    /// contact object) is rejected on its own while the others land.
+    #[schema(value_type = Vec<ContactInput>)]
+    pub contacts: Vec<BatchRow>,
+    /// `true` leaves contacts whose number is already in the group untouched; by default they
+    /// are updated by merge.
+    #[serde(default)]
+    pub skip_existing: Option<bool>,
 }
 
-impl BatchInput {
-    pub(crate) fn parse(value: &Value) -> Result<Self, Error> {
-        let Some(object) = value.as_object() else {
-            return Err(Error::validation("The body must be a JSON object with a contacts array."));
-        };
-        let rows = match object.get("contacts") {
-            Some(Value::Array(rows)) if rows.is_empty() => {
-                return Err(Error::field("contacts", "The contacts array needs at least one contact."));
-            }
-            Some(Value::Array(rows)) if rows.len() > MAX_BATCH_ROWS => {
-                return Err(Error::field(
-                    "contacts",
-                    format!("A batch holds at most {MAX_BATCH_ROWS} contacts; {} were sent.", rows.len()),
-                ));
-            }
-            Some(Value::Array(rows)) => rows.clone(),
-            None | Some(Value::Null) => return Err(Error::field("contacts", "The contacts field is required.")),
-            Some(_) => return Err(Error::field("contacts", "The contacts field must be an array.")),
-        };
-        let skip_existing = match object.get("skip_existing") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(Error::field("skip_existing", "The skip_existing field must be true or false.")),
-        };
-        Ok(Self { rows, skip_existing })
+/// One row of a batch: the contact, or why it could not be read.
+#[derive(Debug, Clone)]
+pub struct BatchRow(pub Result<ContactInput, Error>);
+
+impl<'de> Deserialize<'de> for BatchRow {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|row| Self(from_value(row)))
+    }
+}
+
+impl From<ContactInput> for BatchRow {
+    fn from(input: ContactInput) -> Self {
+        Self(Ok(input))
+    }
+}
+
+impl NewContacts {
+    /// A batch of these contacts, updating the numbers already in the group.
+    pub fn new(contacts: impl IntoIterator<Item = ContactInput>) -> Self {
+        Self { contacts: contacts.into_iter().map(BatchRow::from).collect(), skip_existing: None }
+    }
+
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        match self.contacts.len() {
+            0 => Err(Error::field("contacts", "The contacts array needs at least one contact.")),
+            n if n > MAX_BATCH_ROWS => Err(Error::field(
+                "contacts",
+                format!("A batch holds at most {MAX_BATCH_ROWS} contacts; {n} were sent."),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -98,12 +113,11 @@ pub(crate) struct Plan {
     rows: Vec<Result<(ContactBody, ContactPhone), Error>>,
 }
 
-pub(crate) fn plan(input: &BatchInput, default_cc: &str) -> Plan {
-    let rows = input
-        .rows
-        .iter()
+pub(crate) fn plan(rows: Vec<BatchRow>, default_cc: &str) -> Plan {
+    let rows = rows
+        .into_iter()
         .map(|row| {
-            let body = ContactBody::parse(row)?;
+            let body = row.0?.read()?;
             let (number, field) =
                 body.phone.clone().ok_or_else(|| Error::field("PHONE", "The PHONE field is required."))?;
             let phone = parse_phone(&number, field, body.country_code.as_deref(), default_cc)?;
@@ -121,7 +135,7 @@ pub(crate) struct NewContact {
 #[derive(Default)]
 pub(crate) struct Writes {
     pub creates: Vec<NewContact>,
-    pub updates: Vec<(i64, ContactState)>,
+    pub updates: Vec<(ContactId, ContactState)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -163,7 +177,7 @@ pub struct BatchReport {
 /// A contact the batch may write: one already in the group (`id` set) or one an earlier row of
 /// the batch creates.
 struct Target {
-    id: Option<i64>,
+    id: Option<ContactId>,
     uid: String,
     state: ContactState,
     touched: bool,
@@ -181,7 +195,7 @@ impl Plan {
     /// Decides each row's fate against the contacts already in the group.
     pub(crate) fn resolve(
         self,
-        group_id: i64,
+        group_id: GroupId,
         skip_existing: bool,
         existing: Vec<ContactRow>,
     ) -> (BatchReport, Writes) {
@@ -192,7 +206,7 @@ impl Plan {
         let mut by_number: HashMap<String, usize> =
             existing.iter().enumerate().map(|(i, row)| (row.full_phone_number.clone(), i)).collect();
         let mut report = BatchReport {
-            group_id,
+            group_id: group_id.0,
             received: self.rows.len(),
             created: 0,
             updated: 0,

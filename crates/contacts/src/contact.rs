@@ -9,23 +9,9 @@ use utoipa::ToSchema;
 use kernel::phone::{ContactPhone, PhoneError};
 use kernel::{Error, PageRequest};
 
+use crate::body::QueryValue;
+use crate::ids::{ContactId, ContactUid, GroupId};
 use crate::schema::contacts;
-
-/// A contact in a path: its `ctc_` uid or its numeric id, only within its own group.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ContactRef {
-    Id(i64),
-    Uid(String),
-}
-
-impl ContactRef {
-    pub fn parse(raw: &str) -> Self {
-        match raw.parse::<i64>() {
-            Ok(id) => Self::Id(id),
-            Err(_) => Self::Uid(raw.to_owned()),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Contact {
@@ -34,7 +20,7 @@ pub struct Contact {
     pub group_id: i64,
     pub group_uid: uuid::Uuid,
     pub name: String,
-    /// Digits only, e.g. `255`.
+    /// PhoneValue only, e.g. `255`.
     pub country_code: String,
     /// The national number, without the country code or a trunk `0`.
     pub phone_number: String,
@@ -53,9 +39,9 @@ pub struct Contact {
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = contacts)]
 pub(crate) struct ContactRow {
-    pub id: i64,
+    pub id: ContactId,
     pub uid: String,
-    pub group_id: i64,
+    pub group_id: GroupId,
     pub name: String,
     pub country_code: String,
     pub phone_number: String,
@@ -69,9 +55,9 @@ pub(crate) struct ContactRow {
 impl ContactRow {
     pub(crate) fn into_contact(self, group_uid: uuid::Uuid) -> Contact {
         Contact {
-            id: self.id,
+            id: self.id.0,
             uid: self.uid,
-            group_id: self.group_id,
+            group_id: self.group_id.0,
             group_uid,
             name: self.name,
             country_code: self.country_code,
@@ -90,7 +76,7 @@ impl ContactRow {
 
 /// A new contact's uid.
 pub(crate) fn new_uid() -> String {
-    format!("ctc_{}", uuid::Uuid::new_v4().simple())
+    ContactUid::generate().as_str().to_owned()
 }
 
 /// Normalizes a phone, reporting a failure on the key it came from.
@@ -124,6 +110,41 @@ pub struct ContactSearch {
     pub q: Option<String>,
     /// A group's id or UUID.
     pub group_id: Option<String>,
+}
+
+/// The original list's body (`POST /contacts/{group_id}/all`): the same filters and paging as
+/// the query string, which a member of the body overrides.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct ListBody {
+    #[serde(default)]
+    pub search: Option<QueryValue>,
+    /// `true` or `false`.
+    #[serde(default)]
+    pub subscribed: Option<QueryValue>,
+    #[serde(default)]
+    pub page: Option<QueryValue>,
+    #[serde(default)]
+    pub limit: Option<QueryValue>,
+    #[serde(default)]
+    pub per_page: Option<QueryValue>,
+}
+
+impl ListBody {
+    /// The filters, each from the body when sent there, else from the query.
+    pub fn filter_over(&self, query: &ContactFilter) -> ContactFilter {
+        let pick = |body: &Option<QueryValue>, query: &Option<String>| body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone());
+        ContactFilter { search: pick(&self.search, &query.search), subscribed: pick(&self.subscribed, &query.subscribed) }
+    }
+
+    /// The paging, each member from the body when sent there, else from the query.
+    pub fn page_over(&self, query: &kernel::page::PageQuery) -> kernel::page::PageQuery {
+        let pick = |body: &Option<QueryValue>, query: &Option<String>| body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone());
+        kernel::page::PageQuery {
+            page: pick(&self.page, &query.page),
+            limit: pick(&self.limit, &query.limit),
+            per_page: pick(&self.per_page, &query.per_page),
+        }
+    }
 }
 
 /// The parsed list query.

@@ -12,9 +12,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use kernel::error::FieldErrors;
-use kernel::{Error, TenantId};
+use kernel::{Error, Patch, TenantId};
 
 use crate::body::{MAX_FIELD_KEY_CHARS, is_field_key};
+use crate::ids::{GroupId, GroupRef};
 use crate::schema::contact_groups;
 
 /// The longest group name kept.
@@ -22,23 +23,6 @@ pub const MAX_GROUP_NAME_CHARS: usize = 191;
 
 /// The custom field types a group may declare (`text` when none is given).
 pub const FIELD_TYPES: &[&str] = &["text", "number", "date", "datetime", "boolean", "email", "phone", "url"];
-
-/// A group in a path: its numeric id or its UUID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupRef {
-    Id(i64),
-    Uid(Uuid),
-}
-
-impl GroupRef {
-    /// Anything that is neither an id nor a UUID names no group: a 404, like a foreign id.
-    pub fn parse(raw: &str) -> Result<Self, Error> {
-        if let Ok(id) = raw.parse::<i64>() {
-            return Ok(Self::Id(id));
-        }
-        Uuid::parse_str(raw).map(Self::Uid).map_err(|_| Error::not_found("Contact group"))
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CustomField {
@@ -71,7 +55,7 @@ pub struct ContactGroup {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = contact_groups)]
 pub(crate) struct GroupRow {
-    pub id: i64,
+    pub id: GroupId,
     pub uid: Uuid,
     pub name: String,
     pub status: String,
@@ -83,7 +67,7 @@ pub(crate) struct GroupRow {
 impl GroupRow {
     pub(crate) fn into_group(self, contacts_count: i64, subscribed_count: i64) -> ContactGroup {
         ContactGroup {
-            id: self.id,
+            id: self.id.0,
             uid: self.uid,
             name: self.name,
             status: self.status,
@@ -96,25 +80,43 @@ impl GroupRow {
     }
 }
 
+/// One custom field definition as sent: `{key, label?, type?}`, or just the key.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(untagged, expecting = "Each custom field is an object {key, label, type} or a key.")]
+pub enum FieldInput {
+    Key(String),
+    Definition {
+        key: Option<String>,
+        /// Defaults to the key.
+        label: Option<String>,
+        /// One of `text`, `number`, `date`, `datetime`, `boolean`, `email`, `phone`, `url`;
+        /// `text` when left out.
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    },
+}
+
 /// `POST /contact-groups`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewGroup {
     pub name: String,
     /// Each `{key, label?, type?}`, or just the key as a string.
     #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
-    pub custom_fields: Option<Value>,
+    pub custom_fields: Option<Vec<FieldInput>>,
 }
 
 /// `PATCH /contact-groups/{group}`: only what is sent changes.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct GroupPatch {
+    #[serde(default)]
     pub name: Option<String>,
     /// `active` or `inactive`.
+    #[serde(default)]
     pub status: Option<String>,
-    /// Replaces the definitions (stored values are untouched).
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub custom_fields: Option<Value>,
+    /// Replaces the definitions (stored values are untouched); `null` removes them all.
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom_fields: Patch<Vec<FieldInput>>,
 }
 
 /// What deleting a group removed.
@@ -138,32 +140,15 @@ pub(crate) fn check_name(name: &str, errors: &mut FieldErrors) -> String {
 
 /// Reads custom field definitions: keys of letters, digits, `_`, `.`, `-`, no duplicates,
 /// label defaulting to the key and type to `text`.
-pub(crate) fn parse_custom_fields(value: &Value, errors: &mut FieldErrors) -> Vec<CustomField> {
-    let Value::Array(items) = value else {
-        errors.add("custom_fields", "The custom_fields must be an array.");
-        return Vec::new();
-    };
+pub(crate) fn parse_custom_fields(items: Vec<FieldInput>, errors: &mut FieldErrors) -> Vec<CustomField> {
     let mut seen = BTreeSet::new();
     let mut fields = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+    let text = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    for (i, item) in items.into_iter().enumerate() {
         let at = |member: &str| format!("custom_fields[{i}]{member}");
         let (key, label, kind) = match item {
-            Value::String(key) => (Some(key.trim().to_owned()), None, None),
-            Value::Object(o) => {
-                let string = |name: &str, errors: &mut FieldErrors| match o.get(name) {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(s.trim().to_owned()).filter(|s| !s.is_empty()),
-                    Some(_) => {
-                        errors.add(at(&format!(".{name}")), format!("The {name} must be a string."));
-                        None
-                    }
-                };
-                (string("key", errors), string("label", errors), string("type", errors))
-            }
-            _ => {
-                errors.add(at(""), "Each custom field is an object {key, label, type} or a key.");
-                continue;
-            }
+            FieldInput::Key(key) => (text(Some(key)), None, None),
+            FieldInput::Definition { key, label, kind } => (text(key), text(label), text(kind)),
         };
         let Some(key) = key else {
             errors.add(at(".key"), "The key is required.");
@@ -214,7 +199,7 @@ pub struct GroupName {
 }
 
 /// The group `id` of `tenant`, whatever its status; another tenant's is `None`.
-pub async fn name_of(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<Option<GroupName>, Error> {
+pub async fn name_of(conn: &mut store::Conn, tenant: TenantId, id: GroupId) -> Result<Option<GroupName>, Error> {
     let found: Option<(i64, Uuid, String)> = contact_groups::table
         .filter(contact_groups::tenant_id.eq(tenant.0))
         .filter(contact_groups::id.eq(id))
@@ -229,7 +214,7 @@ pub async fn name_of(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Resul
 pub async fn active_among(
     conn: &mut store::Conn,
     tenant: TenantId,
-    ids: &[i64],
+    ids: &[GroupId],
     uids: &[Uuid],
 ) -> Result<Vec<GroupName>, Error> {
     let found: Vec<(i64, Uuid, String)> = contact_groups::table

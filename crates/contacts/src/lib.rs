@@ -6,10 +6,13 @@ pub mod batch;
 pub mod body;
 pub mod contact;
 pub mod group;
+pub mod ids;
 pub mod schema;
 pub mod service;
 
-pub use batch::BatchReport;
-pub use contact::{Contact, ContactFilter, ContactRef, ContactSearch, ListQuery};
-pub use group::{ContactGroup, DeletedGroup, GroupPatch, GroupRef, NewGroup};
+pub use batch::{BatchReport, NewContacts};
+pub use body::ContactInput;
+pub use contact::{Contact, ContactFilter, ContactSearch, ListBody, ListQuery};
+pub use group::{ContactGroup, DeletedGroup, FieldInput, GroupPatch, NewGroup};
+pub use ids::{ContactId, ContactRef, ContactUid, GroupId, GroupRef};
 pub use service::{ContactService, GROUPS_PER_PAGE};

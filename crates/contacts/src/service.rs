@@ -2,7 +2,7 @@
 //! alike. Each call takes the [`Caller`] first, checks its permission and scopes every query to
 //! the caller's tenant, so another tenant's ids are simply not found.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use diesel::dsl::{count_star, sql};
 use diesel::pg::Pg;
@@ -13,16 +13,16 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use kernel::error::FieldErrors;
-use kernel::{Caller, Clock, Error, Page, PageRequest, Permission, TenantId};
+use kernel::{Caller, Clock, Error, Page, PageRequest, Patch, Permission, TenantId};
 use store::{Conn, Pool};
 
-use crate::batch::{self, BatchReport};
-use crate::body::ContactBody;
-use crate::contact::{Contact, ContactRef, ContactRow, ListQuery, like_pattern, new_uid, page_bounds, parse_phone};
+use crate::batch::{self, BatchReport, NewContacts};
+use crate::body::ContactInput;
+use crate::contact::{Contact, ContactRow, ListQuery, like_pattern, new_uid, page_bounds, parse_phone};
 use crate::group::{
-    ContactGroup, DeletedGroup, GroupPatch, GroupRef, GroupRow, NewGroup, check_name, check_status, find,
-    parse_custom_fields,
+    ContactGroup, DeletedGroup, GroupPatch, GroupRow, NewGroup, check_name, check_status, find, parse_custom_fields,
 };
+use crate::ids::{ContactRef, GroupId, GroupRef};
 use crate::schema::{contact_groups, contacts};
 
 /// Default page size of contact-group lists (contract: 25).
@@ -52,7 +52,7 @@ fn matches(term: &str) -> Condition {
     }
 }
 
-fn filtered(tenant: TenantId, group: Option<i64>, query: &ListQuery) -> contacts::BoxedQuery<'static, Pg> {
+fn filtered(tenant: TenantId, group: Option<GroupId>, query: &ListQuery) -> contacts::BoxedQuery<'static, Pg> {
     let mut q = contacts::table.filter(contacts::tenant_id.eq(tenant.0)).into_boxed();
     if let Some(group) = group {
         q = q.filter(contacts::group_id.eq(group));
@@ -67,12 +67,19 @@ fn filtered(tenant: TenantId, group: Option<i64>, query: &ListQuery) -> contacts
 }
 
 /// Custom field values after a merge: a value sets its key, null removes it.
-pub(crate) fn merge_fields(mut stored: Map<String, Value>, changes: &Map<String, Value>) -> Map<String, Value> {
-    for (key, value) in changes {
-        if value.is_null() {
-            stored.remove(key);
-        } else {
-            stored.insert(key.clone(), value.clone());
+pub(crate) fn merge_fields(
+    mut stored: Map<String, Value>,
+    changes: &BTreeMap<String, Patch<Value>>,
+) -> Map<String, Value> {
+    for (key, change) in changes {
+        match change.as_ref().change() {
+            None => {}
+            Some(None) => {
+                stored.remove(key);
+            }
+            Some(Some(value)) => {
+                stored.insert(key.clone(), value.clone());
+            }
         }
     }
     stored
@@ -109,8 +116,12 @@ impl ContactService {
     }
 
     /// `(contacts_count, subscribed_count)` of each group.
-    async fn counts(conn: &mut Conn, tenant: TenantId, groups: &[i64]) -> Result<HashMap<i64, (i64, i64)>, Error> {
-        let rows: Vec<(i64, i64, i64)> = contacts::table
+    async fn counts(
+        conn: &mut Conn,
+        tenant: TenantId,
+        groups: &[GroupId],
+    ) -> Result<HashMap<GroupId, (i64, i64)>, Error> {
+        let rows: Vec<(GroupId, i64, i64)> = contacts::table
             .filter(contacts::tenant_id.eq(tenant.0))
             .filter(contacts::group_id.eq_any(groups))
             .group_by(contacts::group_id)
@@ -159,7 +170,7 @@ impl ContactService {
             .select(GroupRow::as_select())
             .load(&mut conn)
             .await?;
-        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let ids: Vec<GroupId> = rows.iter().map(|r| r.id).collect();
         let counts = Self::counts(&mut conn, tenant, &ids).await?;
         let items = rows
             .into_iter()
@@ -175,7 +186,7 @@ impl ContactService {
         caller.require(Permission::CONTACTS_CREATE)?;
         let mut errors = FieldErrors::new();
         let name = check_name(&input.name, &mut errors);
-        let fields = input.custom_fields.as_ref().map(|v| parse_custom_fields(v, &mut errors)).unwrap_or_default();
+        let fields = input.custom_fields.map(|v| parse_custom_fields(v, &mut errors)).unwrap_or_default();
         errors.finish()?;
         let now = self.clock.now();
         let mut conn = self.conn().await?;
@@ -214,7 +225,8 @@ impl ContactService {
         if let Some(status) = &patch.status {
             check_status(status, &mut errors);
         }
-        let fields = patch.custom_fields.as_ref().map(|v| parse_custom_fields(v, &mut errors));
+        // null removes every definition
+        let fields = patch.custom_fields.change().map(|v| parse_custom_fields(v.unwrap_or_default(), &mut errors));
         errors.finish()?;
         let mut conn = self.conn().await?;
         let row = Self::group_row(&mut conn, caller.tenant_id, group).await?;
@@ -249,7 +261,7 @@ impl ContactService {
                 .filter(contact_groups::tenant_id.eq(caller.tenant_id.0))
                 .select(contact_groups::id)
                 .for_update()
-                .first::<i64>(conn)
+                .first::<GroupId>(conn)
                 .await?;
             let count: i64 = contacts::table.filter(contacts::group_id.eq(row.id)).count().get_result(conn).await?;
             if count > 0 && !force {
@@ -262,7 +274,7 @@ impl ContactService {
             diesel::delete(contact_groups::table.find(row.id).filter(contact_groups::tenant_id.eq(caller.tenant_id.0)))
                 .execute(conn)
                 .await?;
-            Ok(DeletedGroup { id: row.id, uid: row.uid, deleted: true, contacts_deleted: count })
+            Ok(DeletedGroup { id: row.id.0, uid: row.uid, deleted: true, contacts_deleted: count })
         })
         .await
     }
@@ -324,19 +336,19 @@ impl ContactService {
     async fn contact_row(
         conn: &mut Conn,
         tenant: TenantId,
-        group: i64,
+        group: GroupId,
         contact: &ContactRef,
     ) -> Result<ContactRow, Error> {
         let q =
             contacts::table.filter(contacts::tenant_id.eq(tenant.0)).filter(contacts::group_id.eq(group)).into_boxed();
         let q = match contact {
             ContactRef::Id(id) => q.filter(contacts::id.eq(*id)),
-            ContactRef::Uid(uid) => q.filter(contacts::uid.eq(uid.clone())),
+            ContactRef::Uid(uid) => q.filter(contacts::uid.eq(uid.as_str().to_owned())),
         };
         q.select(ContactRow::as_select()).first(conn).await.optional()?.ok_or_else(|| Error::not_found("Contact"))
     }
 
-    async fn uid_by_number(conn: &mut Conn, group: i64, full: &str) -> Result<Option<String>, Error> {
+    async fn uid_by_number(conn: &mut Conn, group: GroupId, full: &str) -> Result<Option<String>, Error> {
         Ok(contacts::table
             .filter(contacts::group_id.eq(group))
             .filter(contacts::full_phone_number.eq(full))
@@ -346,9 +358,14 @@ impl ContactService {
             .optional()?)
     }
 
-    pub async fn create_contact(&self, caller: &Caller, group: GroupRef, body: &Value) -> Result<Contact, Error> {
+    pub async fn create_contact(
+        &self,
+        caller: &Caller,
+        group: GroupRef,
+        input: ContactInput,
+    ) -> Result<Contact, Error> {
         caller.require(Permission::CONTACTS_CREATE)?;
-        let body = ContactBody::parse(body)?;
+        let body = input.read()?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
@@ -401,10 +418,10 @@ impl ContactService {
         caller: &Caller,
         group: GroupRef,
         contact: &ContactRef,
-        body: &Value,
+        input: ContactInput,
     ) -> Result<Contact, Error> {
         caller.require(Permission::CONTACTS_EDIT)?;
-        let body = ContactBody::parse(body)?;
+        let body = input.read()?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
@@ -455,13 +472,14 @@ impl ContactService {
 
     /// Up to 500 contacts at once: existing numbers are updated (or skipped with
     /// `skip_existing`), new ones created, bad rows rejected while the others land.
-    pub async fn batch(&self, caller: &Caller, group: GroupRef, input: &Value) -> Result<BatchReport, Error> {
+    pub async fn batch(&self, caller: &Caller, group: GroupRef, input: NewContacts) -> Result<BatchReport, Error> {
         caller.require(Permission::CONTACTS_IMPORT)?;
-        let input = batch::BatchInput::parse(input)?;
+        input.check()?;
+        let skip_existing = input.skip_existing.unwrap_or(false);
         let tenant = caller.tenant_id;
         let mut conn = self.conn().await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
-        let plan = batch::plan(&input, &default_cc);
+        let plan = batch::plan(input.contacts, &default_cc);
         // One index probe per number: the planner would otherwise scan a young group whole.
         let existing: Vec<ContactRow> = diesel::sql_query(
             "SELECT c.* FROM unnest($2::text[]) AS n(full_phone_number)
@@ -471,7 +489,7 @@ impl ContactService {
         .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(plan.numbers())
         .load(&mut conn)
         .await?;
-        let (report, writes) = plan.resolve(group.id, input.skip_existing, existing);
+        let (report, writes) = plan.resolve(group.id, skip_existing, existing);
         let now = self.clock.now();
         conn.transaction(async |conn| {
             if !writes.creates.is_empty() {

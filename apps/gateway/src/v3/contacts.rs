@@ -5,11 +5,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
-use serde_json::Value;
 
 use contacts::{
-    BatchReport, Contact, ContactFilter, ContactGroup, ContactRef, ContactSearch, DeletedGroup, GroupPatch, GroupRef,
-    NewGroup,
+    BatchReport, Contact, ContactFilter, ContactGroup, ContactInput, ContactRef, ContactSearch, DeletedGroup,
+    GroupPatch, GroupRef, ListBody, NewContacts, NewGroup,
 };
 use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
@@ -27,7 +26,11 @@ pub struct ForceQuery {
 }
 
 fn group(raw: &str) -> Result<GroupRef, ApiError> {
-    Ok(GroupRef::parse(raw)?)
+    Ok(kernel::parse_id(raw, "Contact group")?)
+}
+
+fn contact(raw: &str) -> Result<ContactRef, ApiError> {
+    Ok(kernel::parse_id(raw, "Contact")?)
 }
 
 /// List the account's contact groups (25 per page by default).
@@ -108,20 +111,20 @@ pub async fn list_contacts(
 }
 
 /// Create a contact (the contract's contact body: `PHONE`, `country_code`, names, custom fields).
-#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = Object,
+#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = ContactInput,
     params(("group" = String, Path, description = "numeric id or UUID")),
     responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn create_contact(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<ContactInput>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.contacts.create_contact(&auth.0, group(&path)?, &body.0).await?))
+    Ok(created(state.contacts.create_contact(&auth.0, group(&path)?, body.0).await?))
 }
 
 /// Create or update up to 500 contacts; 207 when any row was rejected.
-#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", tag = "Contacts", request_body = Object,
+#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", tag = "Contacts", request_body = NewContacts,
     params(("group" = String, Path, description = "numeric id or UUID")),
     responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
@@ -129,9 +132,9 @@ pub async fn batch(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<NewContacts>,
 ) -> Result<HttpResponse, ApiError> {
-    let report = state.contacts.batch(&auth.0, group(&path)?, &body.0).await?;
+    let report = state.contacts.batch(&auth.0, group(&path)?, body.0).await?;
     let status = if report.rejected > 0 { StatusCode::MULTI_STATUS } else { StatusCode::OK };
     Ok(with_status(status, report))
 }
@@ -146,21 +149,21 @@ pub async fn get_contact(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (g, c) = path.into_inner();
-    Ok(ok(state.contacts.get_contact(&auth.0, group(&g)?, &ContactRef::parse(&c)).await?))
+    Ok(ok(state.contacts.get_contact(&auth.0, group(&g)?, &contact(&c)?).await?))
 }
 
 /// Change only the keys sent; custom fields merge, null removes one.
-#[utoipa::path(patch, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts", request_body = Object,
+#[utoipa::path(patch, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts", request_body = ContactInput,
     params(("group" = String, Path), ("contact" = String, Path, description = "ctc_ uid or numeric id")),
     responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn update_contact(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Value>,
+    body: Json<ContactInput>,
 ) -> Result<HttpResponse, ApiError> {
     let (g, c) = path.into_inner();
-    Ok(ok(state.contacts.update_contact(&auth.0, group(&g)?, &ContactRef::parse(&c), &body.0).await?))
+    Ok(ok(state.contacts.update_contact(&auth.0, group(&g)?, &contact(&c)?, body.0).await?))
 }
 
 /// Delete a contact; answers the deleted contact.
@@ -173,7 +176,7 @@ pub async fn delete_contact(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (g, c) = path.into_inner();
-    Ok(ok(state.contacts.delete_contact(&auth.0, group(&g)?, &ContactRef::parse(&c)).await?))
+    Ok(ok(state.contacts.delete_contact(&auth.0, group(&g)?, &contact(&c)?).await?))
 }
 
 /// Search contacts across every group (`q`), or in one (`group_id`).
@@ -194,7 +197,7 @@ pub async fn search(
 
 /// Original list: `POST /contacts/{group_id}/all`; filters and paging from the query or the body.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/all", tag = "Contacts (original paths)",
-    params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = Option<Object>,
+    params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = Option<ListBody>,
     responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_list(
     auth: Auth,
@@ -202,36 +205,22 @@ pub async fn original_list(
     path: web::Path<String>,
     filter: web::Query<ContactFilter>,
     page: web::Query<PageQuery>,
-    body: Json<Value>,
+    body: Json<ListBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let text = |key: &str| match body.0.get(key) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::Bool(b)) => Some(b.to_string()),
-        _ => None,
-    };
-    let filter = ContactFilter {
-        search: text("search").or_else(|| filter.search.clone()),
-        subscribed: text("subscribed").or_else(|| filter.subscribed.clone()),
-    };
-    let page = PageQuery {
-        page: text("page").or_else(|| page.page.clone()),
-        limit: text("limit").or_else(|| page.limit.clone()),
-        per_page: text("per_page").or_else(|| page.per_page.clone()),
-    };
-    let page = PageRequest::parse(&page, contacts::contact::DEFAULT_PER_PAGE)?;
+    let filter = body.0.filter_over(&filter);
+    let page = PageRequest::parse(&body.0.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
     Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))
 }
 
 /// Original create: `POST /contacts/{group_id}/store`.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/store", tag = "Contacts (original paths)",
-    params(("group_id" = String, Path)), request_body = Object,
+    params(("group_id" = String, Path)), request_body = ContactInput,
     responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_store(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<ContactInput>,
 ) -> Result<HttpResponse, ApiError> {
     create_contact(auth, state, path, body).await
 }
@@ -250,13 +239,13 @@ pub async fn original_search(
 
 /// Original update: `PATCH /contacts/{group_id}/update/{uid}`.
 #[utoipa::path(patch, path = "/api/v3/contacts/{group_id}/update/{uid}", tag = "Contacts (original paths)",
-    params(("group_id" = String, Path), ("uid" = String, Path)), request_body = Object,
+    params(("group_id" = String, Path), ("uid" = String, Path)), request_body = ContactInput,
     responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_update(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Value>,
+    body: Json<ContactInput>,
 ) -> Result<HttpResponse, ApiError> {
     update_contact(auth, state, path, body).await
 }

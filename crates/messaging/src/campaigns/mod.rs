@@ -151,7 +151,7 @@ async fn group_summary(
     group: Option<i64>,
 ) -> Result<Option<GroupSummary>, Error> {
     let Some(group) = group else { return Ok(None) };
-    let found = ::contacts::group::name_of(conn, tenant, group).await?;
+    let found = ::contacts::group::name_of(conn, tenant, ::contacts::GroupId(group)).await?;
     Ok(found.map(|g| GroupSummary { id: g.id, uid: g.uid, name: g.name }))
 }
 
@@ -214,7 +214,7 @@ impl MessagingService {
         }
         let position = |g: &(i64, Uuid, String)| {
             tokens.iter().position(|t| match ::contacts::GroupRef::parse(t) {
-                Ok(::contacts::GroupRef::Id(id)) => id == g.0,
+                Ok(::contacts::GroupRef::Id(id)) => id.0 == g.0,
                 Ok(::contacts::GroupRef::Uid(uid)) => uid == g.1,
                 Err(_) => false,
             })
