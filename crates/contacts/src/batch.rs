@@ -11,8 +11,8 @@ use kernel::Error;
 use kernel::phone::ContactPhone;
 
 use crate::body::{ContactBody, ContactInput, from_value};
-use crate::ids::{ContactId, GroupId};
 use crate::contact::{ContactRow, new_uid, parse_phone};
+use crate::ids::{ContactId, GroupId};
 use crate::service::{merge_fields, row_state};
 
 /// The contract's limit on one batch.

@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 use serde_json::Value;
-use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
 use kernel::error::FieldErrors;
@@ -155,7 +155,11 @@ impl PartialSchema for YesNo {
         OneOfBuilder::new()
             .item(ObjectBuilder::new().schema_type(Type::Boolean))
             .item(ObjectBuilder::new().schema_type(Type::Integer).enum_values(Some([0, 1])))
-            .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["true", "false", "1", "0", "yes", "no"])))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["true", "false", "1", "0", "yes", "no"])),
+            )
             .into()
     }
 }

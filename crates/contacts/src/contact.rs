@@ -20,7 +20,7 @@ pub struct Contact {
     pub group_id: i64,
     pub group_uid: uuid::Uuid,
     pub name: String,
-    /// PhoneValue only, e.g. `255`.
+    /// Digits only, e.g. `255`.
     pub country_code: String,
     /// The national number, without the country code or a trunk `0`.
     pub phone_number: String,
@@ -132,13 +132,20 @@ pub struct ListBody {
 impl ListBody {
     /// The filters, each from the body when sent there, else from the query.
     pub fn filter_over(&self, query: &ContactFilter) -> ContactFilter {
-        let pick = |body: &Option<QueryValue>, query: &Option<String>| body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone());
-        ContactFilter { search: pick(&self.search, &query.search), subscribed: pick(&self.subscribed, &query.subscribed) }
+        let pick = |body: &Option<QueryValue>, query: &Option<String>| {
+            body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone())
+        };
+        ContactFilter {
+            search: pick(&self.search, &query.search),
+            subscribed: pick(&self.subscribed, &query.subscribed),
+        }
     }
 
     /// The paging, each member from the body when sent there, else from the query.
     pub fn page_over(&self, query: &kernel::page::PageQuery) -> kernel::page::PageQuery {
-        let pick = |body: &Option<QueryValue>, query: &Option<String>| body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone());
+        let pick = |body: &Option<QueryValue>, query: &Option<String>| {
+            body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone())
+        };
         kernel::page::PageQuery {
             page: pick(&self.page, &query.page),
             limit: pick(&self.limit, &query.limit),

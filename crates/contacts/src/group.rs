@@ -175,10 +175,35 @@ pub(crate) fn parse_custom_fields(items: Vec<FieldInput>, errors: &mut FieldErro
     fields
 }
 
-pub(crate) fn check_status(status: &str, errors: &mut FieldErrors) {
-    if !matches!(status, "active" | "inactive") {
+/// A group's status: an inactive group keeps its contacts but campaigns do not reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStatus {
+    Active,
+    Inactive,
+}
+
+impl GroupStatus {
+    pub const ALL: &[Self] = &[Self::Active, Self::Inactive];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Inactive => "inactive",
+        }
+    }
+
+    /// Exactly as stored (`active`, `inactive`); anything else is `None`.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == raw)
+    }
+}
+
+pub(crate) fn check_status(status: &str, errors: &mut FieldErrors) -> Option<GroupStatus> {
+    let parsed = GroupStatus::parse(status);
+    if parsed.is_none() {
         errors.add("status", "The status must be active or inactive.");
     }
+    parsed
 }
 
 /// Filters a group query to one tenant's group by id or uid.
@@ -219,7 +244,7 @@ pub async fn active_among(
 ) -> Result<Vec<GroupName>, Error> {
     let found: Vec<(i64, Uuid, String)> = contact_groups::table
         .filter(contact_groups::tenant_id.eq(tenant.0))
-        .filter(contact_groups::status.eq("active"))
+        .filter(contact_groups::status.eq(GroupStatus::Active.as_str()))
         .filter(contact_groups::id.eq_any(ids).or(contact_groups::uid.eq_any(uids)))
         .select((contact_groups::id, contact_groups::uid, contact_groups::name))
         .load(conn)

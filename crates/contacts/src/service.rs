@@ -222,9 +222,7 @@ impl ContactService {
         caller.require(Permission::CONTACTS_EDIT)?;
         let mut errors = FieldErrors::new();
         let name = patch.name.as_deref().map(|n| check_name(n, &mut errors));
-        if let Some(status) = &patch.status {
-            check_status(status, &mut errors);
-        }
+        let status = patch.status.as_deref().and_then(|status| check_status(status, &mut errors));
         // null removes every definition
         let fields = patch.custom_fields.change().map(|v| parse_custom_fields(v.unwrap_or_default(), &mut errors));
         errors.finish()?;
@@ -238,7 +236,7 @@ impl ContactService {
             diesel::update(contact_groups::table.find(row.id).filter(contact_groups::tenant_id.eq(caller.tenant_id.0)))
                 .set((
                     contact_groups::name.eq(name.unwrap_or(row.name)),
-                    contact_groups::status.eq(patch.status.unwrap_or(row.status)),
+                    contact_groups::status.eq(status.map_or(row.status, |s| s.as_str().to_owned())),
                     contact_groups::custom_fields.eq(fields),
                     contact_groups::updated_at.eq(self.clock.now()),
                 ))

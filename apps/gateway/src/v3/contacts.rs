@@ -205,10 +205,11 @@ pub async fn original_list(
     path: web::Path<String>,
     filter: web::Query<ContactFilter>,
     page: web::Query<PageQuery>,
-    body: Json<ListBody>,
+    body: Json<Option<ListBody>>,
 ) -> Result<HttpResponse, ApiError> {
-    let filter = body.0.filter_over(&filter);
-    let page = PageRequest::parse(&body.0.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
+    let body = body.0.unwrap_or_default();
+    let filter = body.filter_over(&filter);
+    let page = PageRequest::parse(&body.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
     Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))
 }
 
