@@ -35,7 +35,7 @@ fn contact(raw: &str) -> Result<ContactRef, ApiError> {
 
 /// List the account's contact groups (25 per page by default).
 #[utoipa::path(get, path = "/api/v3/contact-groups", tag = "Contacts", params(PageQuery),
-    responses((status = 200, body = Success<Page<ContactGroup>>), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<ContactGroup>>), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn list_groups(
     auth: Auth,
     state: web::Data<AppState>,
@@ -98,7 +98,7 @@ pub async fn delete_group(
 /// List a group's contacts (20 per page by default), newest first.
 #[utoipa::path(get, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts",
     params(("group" = String, Path, description = "numeric id or UUID"), ContactFilter, PageQuery),
-    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn list_contacts(
     auth: Auth,
     state: web::Data<AppState>,
@@ -126,7 +126,7 @@ pub async fn create_contact(
 /// Create or update up to 500 contacts; 207 when any row was rejected.
 #[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", tag = "Contacts", request_body = NewContacts,
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 422, body = ErrorEnvelope), Refusals),
+    responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn batch(
     auth: Auth,
@@ -181,7 +181,7 @@ pub async fn delete_contact(
 
 /// Search contacts across every group (`q`), or in one (`group_id`).
 #[utoipa::path(get, path = "/api/v3/contacts", tag = "Contacts", params(ContactSearch, PageQuery),
-    responses((status = 200, body = Success<Page<Contact>>), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn search(
     auth: Auth,
     state: web::Data<AppState>,
@@ -198,7 +198,7 @@ pub async fn search(
 /// Original list: `POST /contacts/{group_id}/all`; filters and paging from the query or the body.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/all", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = Option<ListBody>,
-    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_list(
     auth: Auth,
     state: web::Data<AppState>,
