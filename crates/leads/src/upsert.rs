@@ -238,7 +238,7 @@ async fn read(
         }
     }
     if let Some(v) = given("estimated_value", body.estimated_value, ignored) {
-        if v.is_finite() && v >= 0.0 && v < 1e15 {
+        if v.is_finite() && (0.0..1e15).contains(&v) {
             wanted.estimated_value_cents = Some((v * 100.0).round() as i64);
         } else {
             errors.add("estimated_value", "The estimated_value must be a number of at least 0.");
