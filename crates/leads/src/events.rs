@@ -9,25 +9,26 @@ use uuid::{Uuid, uuid};
 use crate::lead::{Assignee, CreatedBy, Label, Lead};
 use crate::service::Actor;
 use crate::timeline::{LeadEvent, payload};
+use crate::{LabelId, LeadId, LeadStage};
 
 const LEAD_ID: Uuid = uuid!("5d6e7f80-91a2-4b3c-8d4e-5f6a7b8c9d0e");
 
 fn wholesale() -> Label {
-    Label { id: 14, name: "Wholesale".into(), color: "#2E7D32".into() }
+    Label { id: LabelId(14), name: "Wholesale".into(), color: "#2E7D32".into() }
 }
 
 /// A qualified lead of a café, as of the event.
 fn sample_lead() -> Lead {
     Lead {
-        id: LEAD_ID,
+        id: LeadId(LEAD_ID),
         name: Some("Amina Juma".into()),
         title: Some("Owner".into()),
         company: Some("Amina Café".into()),
         phone: Some("+255712345678".into()),
         email: Some("amina@aminacafe.co.tz".into()),
         location: Some("Kariakoo, Dar es Salaam".into()),
-        stage: "qualified".into(),
-        stage_label: "Qualified".into(),
+        stage: LeadStage::Qualified,
+        stage_label: LeadStage::Qualified.label().into(),
         closed: false,
         archived: false,
         closed_at: None,
@@ -70,8 +71,8 @@ pub fn samples() -> Vec<(&'static str, Value)> {
     let actor = Actor { user: Some(UserId(31)), label: "Neema Mushi".into(), sees_all: true, may_create_labels: true };
     let lead = sample_lead();
     let created = Lead {
-        stage: "new".into(),
-        stage_label: "New".into(),
+        stage: LeadStage::New,
+        stage_label: LeadStage::New.label().into(),
         labels: vec![],
         estimated_value: Some(250_000.0),
         score: Some(40),
@@ -87,7 +88,7 @@ pub fn samples() -> Vec<(&'static str, Value)> {
         "email": { "from": null, "to": "amina@aminacafe.co.tz" },
         "estimated_value": { "from": 250_000, "to": 400_000 }
     }));
-    let staged = changes(json!({ "stage": { "from": "contacted", "to": "qualified" } }));
+    let staged = crate::stage::moved_changes(LeadStage::Contacted, LeadStage::Qualified);
     let assigned = changes(json!({ "assigned_to": { "from": null, "to": { "id": 31, "name": "Neema Mushi" } } }));
     let label = || Map::from_iter([("label".to_owned(), json!(wholesale()))]);
     let note = Map::from_iter([(

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::LeadId;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
@@ -12,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::lead;
 use crate::schema::lead_pending_updates;
@@ -25,7 +25,7 @@ pub const WINDOW: time::Duration = time::Duration::seconds(5);
 pub(crate) async fn park(
     conn: &mut store::Conn,
     tenant: TenantId,
-    lead: Uuid,
+    lead: LeadId,
     actor: &Actor,
     changes: &Map<String, Value>,
     now: OffsetDateTime,
@@ -92,7 +92,7 @@ pub(crate) async fn park(
 /// Sends a lead's folded `lead.updated`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlushUpdate {
-    pub lead: Uuid,
+    pub lead: LeadId,
 }
 
 impl Job for FlushUpdate {

@@ -4,17 +4,17 @@
 
 use std::collections::BTreeMap;
 
+use crate::{LabelId, LeadId};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{Array, Bool, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
-use kernel::{Caller, Error, Permission, TenantId};
-use serde::{Deserialize, Deserializer, Serialize};
+use kernel::{Caller, Error, Patch, Permission, TenantId};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::lead::{self, Label, Lead};
 use crate::schema::{lead_label_links, lead_labels, leads};
@@ -31,7 +31,8 @@ pub const NAMES_MAX: usize = 100;
 /// A label of the workspace, as `GET /lead-labels` lists it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LabelWithCount {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LabelId,
     pub name: String,
     /// `#RRGGBB`.
     pub color: String,
@@ -69,21 +70,17 @@ pub struct LabelPatch {
     /// `#RRGGBB`.
     pub color: Option<String>,
     /// Up to 500 characters; null or an empty string clears it.
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
-    pub description: Option<Option<String>>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub description: Patch<String>,
     pub ai_assignable: Option<bool>,
-}
-
-/// Absent stays `None`; null becomes `Some(None)`.
-fn nullable<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
-    Option::<String>::deserialize(deserializer).map(Some)
 }
 
 /// The answer of `DELETE /lead-labels/{label}`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeletedLabel {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LabelId,
     pub name: String,
     pub deleted: bool,
     /// Leads that carried the label (it is gone from all of them).
@@ -119,7 +116,7 @@ pub struct LabelsRemoved {
 /// Labels that went on (`label_added`) or off (`label_removed`) one lead.
 struct Moved<'a> {
     tenant: TenantId,
-    lead: Uuid,
+    lead: LeadId,
     activity: &'static str,
     event: &'static str,
     labels: &'a [Label],
@@ -128,7 +125,7 @@ struct Moved<'a> {
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = lead_labels)]
 struct LabelRow {
-    id: i64,
+    id: LabelId,
     name: String,
     color: String,
     description: Option<String>,
@@ -219,7 +216,7 @@ fn check_patch(patch: LabelPatch) -> Result<Checked, Error> {
     let mut errors = FieldErrors::new();
     let name = patch.name.as_deref().map(|n| check_name(n, &mut errors));
     let color = patch.color.as_deref().map(|c| color(c, &mut errors));
-    let description = patch.description.map(|d| description(d.as_deref(), &mut errors));
+    let description = patch.description.change().map(|d| description(d.as_deref(), &mut errors));
     invalid(errors)?;
     Ok(Checked { name, color, description, ai_assignable: patch.ai_assignable })
 }
@@ -250,8 +247,8 @@ pub fn check_names(labels: Option<Vec<String>>) -> Result<Vec<String>, Error> {
 
 /// The workspace's label of this name, any case.
 async fn find(conn: &mut store::Conn, tenant: TenantId, name: &str) -> Result<Option<Label>, Error> {
-    let found: Option<(i64, String, String)> = lead_labels::table
-        .filter(lead_labels::tenant_id.eq(tenant.0))
+    let found: Option<(LabelId, String, String)> = lead_labels::table
+        .filter(lead_labels::tenant_id.eq(tenant))
         .filter(diesel::dsl::sql::<Bool>("lower(name) = lower(").bind::<Text, _>(name).sql(")"))
         .select((lead_labels::id, lead_labels::name, lead_labels::color))
         .first(conn)
@@ -275,9 +272,9 @@ pub(crate) async fn find_or_create(
     if !may_create {
         return Ok(None);
     }
-    let made: Option<(i64, String, String)> = diesel::insert_into(lead_labels::table)
+    let made: Option<(LabelId, String, String)> = diesel::insert_into(lead_labels::table)
         .values((
-            lead_labels::tenant_id.eq(tenant.0),
+            lead_labels::tenant_id.eq(tenant),
             lead_labels::name.eq(name),
             lead_labels::color.eq(DEFAULT_LABEL_COLOR),
             lead_labels::created_at.eq(now),
@@ -299,7 +296,7 @@ pub(crate) async fn find_or_create(
 pub(crate) async fn link(
     conn: &mut store::Conn,
     tenant: TenantId,
-    lead: Uuid,
+    lead: LeadId,
     names: &[String],
     may_create: bool,
     now: OffsetDateTime,
@@ -312,7 +309,7 @@ pub(crate) async fn link(
         };
         let linked = diesel::insert_into(lead_label_links::table)
             .values((
-                lead_label_links::tenant_id.eq(tenant.0),
+                lead_label_links::tenant_id.eq(tenant),
                 lead_label_links::lead_id.eq(lead),
                 lead_label_links::label_id.eq(label.id),
                 lead_label_links::created_at.eq(now),
@@ -327,9 +324,9 @@ pub(crate) async fn link(
     Ok((added, refused))
 }
 
-async fn label_row(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<LabelRow, Error> {
+async fn label_row(conn: &mut store::Conn, tenant: TenantId, id: LabelId) -> Result<LabelRow, Error> {
     lead_labels::table
-        .filter(lead_labels::tenant_id.eq(tenant.0))
+        .filter(lead_labels::tenant_id.eq(tenant))
         .filter(lead_labels::id.eq(id))
         .select(LabelRow::as_select())
         .first(conn)
@@ -339,14 +336,14 @@ async fn label_row(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<
 }
 
 /// Another label of the workspace has this name, any case.
-async fn name_taken(conn: &mut store::Conn, tenant: TenantId, name: &str, except: i64) -> Result<bool, Error> {
+async fn name_taken(conn: &mut store::Conn, tenant: TenantId, name: &str, except: LabelId) -> Result<bool, Error> {
     let found = find(conn, tenant, name).await?;
     Ok(found.is_some_and(|label| label.id != except))
 }
 
-async fn lead_count(conn: &mut store::Conn, tenant: TenantId, label: i64) -> Result<i64, Error> {
+async fn lead_count(conn: &mut store::Conn, tenant: TenantId, label: LabelId) -> Result<i64, Error> {
     Ok(lead_label_links::table
-        .filter(lead_label_links::tenant_id.eq(tenant.0))
+        .filter(lead_label_links::tenant_id.eq(tenant))
         .filter(lead_label_links::label_id.eq(label))
         .count()
         .get_result(conn)
@@ -360,17 +357,17 @@ impl LeadService {
         self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let tenant = caller.tenant_id;
         let rows: Vec<LabelRow> = lead_labels::table
-            .filter(lead_labels::tenant_id.eq(tenant.0))
+            .filter(lead_labels::tenant_id.eq(tenant))
             .select(LabelRow::as_select())
             .load(&mut conn)
             .await?;
-        let counts: BTreeMap<i64, i64> = lead_label_links::table
+        let counts: BTreeMap<LabelId, i64> = lead_label_links::table
             .inner_join(lead_labels::table)
-            .filter(lead_label_links::tenant_id.eq(tenant.0))
-            .filter(lead_labels::tenant_id.eq(tenant.0))
+            .filter(lead_label_links::tenant_id.eq(tenant))
+            .filter(lead_labels::tenant_id.eq(tenant))
             .group_by(lead_label_links::label_id)
             .select((lead_label_links::label_id, diesel::dsl::count_star()))
-            .load::<(i64, i64)>(&mut conn)
+            .load::<(LabelId, i64)>(&mut conn)
             .await?
             .into_iter()
             .collect();
@@ -394,7 +391,7 @@ impl LeadService {
         // the unique index on (tenant_id, lower(name)) is the only one a new row can meet
         let row: Option<LabelRow> = diesel::insert_into(lead_labels::table)
             .values((
-                lead_labels::tenant_id.eq(caller.tenant_id.0),
+                lead_labels::tenant_id.eq(caller.tenant_id),
                 lead_labels::name.eq(&name),
                 lead_labels::color.eq(&color),
                 lead_labels::description.eq(&description),
@@ -411,7 +408,7 @@ impl LeadService {
     }
 
     /// Changes what is sent of a label (`leads.settings`); another workspace's label is not found.
-    pub async fn update_label(&self, caller: &Caller, id: i64, patch: LabelPatch) -> Result<LabelWithCount, Error> {
+    pub async fn update_label(&self, caller: &Caller, id: LabelId, patch: LabelPatch) -> Result<LabelWithCount, Error> {
         let mut conn = self.conn().await?;
         self.access(&mut conn, caller, Permission::LEADS_SETTINGS).await?;
         let tenant = caller.tenant_id;
@@ -423,19 +420,18 @@ impl LeadService {
             return Err(taken(name));
         }
         let name = patch.name.unwrap_or(current.name);
-        let updated: Result<LabelRow, DieselError> = diesel::update(
-            lead_labels::table.filter(lead_labels::tenant_id.eq(tenant.0)).filter(lead_labels::id.eq(id)),
-        )
-        .set((
-            lead_labels::name.eq(&name),
-            lead_labels::color.eq(patch.color.unwrap_or(current.color)),
-            lead_labels::description.eq(patch.description.unwrap_or(current.description)),
-            lead_labels::ai_assignable.eq(patch.ai_assignable.unwrap_or(current.ai_assignable)),
-            lead_labels::updated_at.eq(self.clock.now()),
-        ))
-        .returning(LabelRow::as_returning())
-        .get_result(&mut conn)
-        .await;
+        let updated: Result<LabelRow, DieselError> =
+            diesel::update(lead_labels::table.filter(lead_labels::tenant_id.eq(tenant)).filter(lead_labels::id.eq(id)))
+                .set((
+                    lead_labels::name.eq(&name),
+                    lead_labels::color.eq(patch.color.unwrap_or(current.color)),
+                    lead_labels::description.eq(patch.description.unwrap_or(current.description)),
+                    lead_labels::ai_assignable.eq(patch.ai_assignable.unwrap_or(current.ai_assignable)),
+                    lead_labels::updated_at.eq(self.clock.now()),
+                ))
+                .returning(LabelRow::as_returning())
+                .get_result(&mut conn)
+                .await;
         let row = match updated {
             Ok(row) => row,
             // another request took the name since the check
@@ -449,18 +445,16 @@ impl LeadService {
 
     /// Deletes a label (`leads.settings`); it goes from every lead with it (the links cascade,
     /// without a `lead.label_removed` per lead: the workspace's vocabulary changed, not a lead).
-    pub async fn delete_label(&self, caller: &Caller, id: i64) -> Result<DeletedLabel, Error> {
+    pub async fn delete_label(&self, caller: &Caller, id: LabelId) -> Result<DeletedLabel, Error> {
         let mut conn = self.conn().await?;
         self.access(&mut conn, caller, Permission::LEADS_SETTINGS).await?;
         let tenant = caller.tenant_id;
         conn.transaction::<_, Error, _>(async |conn| {
             let current = label_row(conn, tenant, id).await?;
             let count = lead_count(conn, tenant, id).await?;
-            diesel::delete(
-                lead_labels::table.filter(lead_labels::tenant_id.eq(tenant.0)).filter(lead_labels::id.eq(id)),
-            )
-            .execute(conn)
-            .await?;
+            diesel::delete(lead_labels::table.filter(lead_labels::tenant_id.eq(tenant)).filter(lead_labels::id.eq(id)))
+                .execute(conn)
+                .await?;
             Ok(DeletedLabel { id, name: current.name, deleted: true, lead_count: count })
         })
         .await
@@ -470,7 +464,7 @@ impl LeadService {
     /// workspace lacks is created when the issuer holds `leads.settings`, else listed in
     /// `refused`. Each label newly on the lead is a `label_added` activity and a
     /// `lead.label_added` event.
-    pub async fn add_lead_labels(&self, caller: &Caller, id: Uuid, input: LabelNames) -> Result<LabelsAdded, Error> {
+    pub async fn add_lead_labels(&self, caller: &Caller, id: LeadId, input: LabelNames) -> Result<LabelsAdded, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let names = check_names(input.labels)?;
@@ -493,7 +487,7 @@ impl LeadService {
     pub async fn remove_lead_labels(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: LeadId,
         input: LabelNames,
     ) -> Result<LabelsRemoved, Error> {
         let mut conn = self.conn().await?;
@@ -505,8 +499,8 @@ impl LeadService {
             lead::locked(conn, tenant, id, &actor).await?;
             let removed: Vec<Label> = lead_label_links::table
                 .inner_join(lead_labels::table)
-                .filter(lead_label_links::tenant_id.eq(tenant.0))
-                .filter(lead_labels::tenant_id.eq(tenant.0))
+                .filter(lead_label_links::tenant_id.eq(tenant))
+                .filter(lead_labels::tenant_id.eq(tenant))
                 .filter(lead_label_links::lead_id.eq(id))
                 .filter(
                     diesel::dsl::sql::<Bool>("lower(lead_labels.name) = ANY (SELECT lower(n) FROM unnest(")
@@ -515,16 +509,16 @@ impl LeadService {
                 )
                 .order((lead_labels::name, lead_labels::id))
                 .select((lead_labels::id, lead_labels::name, lead_labels::color))
-                .load::<(i64, String, String)>(conn)
+                .load::<(LabelId, String, String)>(conn)
                 .await?
                 .into_iter()
                 .map(|(id, name, color)| Label { id, name, color })
                 .collect();
-            let ids: Vec<i64> = removed.iter().map(|l| l.id).collect();
+            let ids: Vec<LabelId> = removed.iter().map(|l| l.id).collect();
             if !ids.is_empty() {
                 diesel::delete(
                     lead_label_links::table
-                        .filter(lead_label_links::tenant_id.eq(tenant.0))
+                        .filter(lead_label_links::tenant_id.eq(tenant))
                         .filter(lead_label_links::lead_id.eq(id))
                         .filter(lead_label_links::label_id.eq_any(&ids)),
                 )
@@ -554,7 +548,7 @@ impl LeadService {
         if labels.is_empty() {
             return Ok(());
         }
-        diesel::update(leads::table.filter(leads::tenant_id.eq(tenant.0)).filter(leads::id.eq(id)))
+        diesel::update(leads::table.filter(leads::tenant_id.eq(tenant)).filter(leads::id.eq(id)))
             .set((leads::updated_at.eq(now), leads::last_activity_at.eq(now)))
             .execute(conn)
             .await?;

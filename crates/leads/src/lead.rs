@@ -4,25 +4,15 @@ use std::collections::BTreeMap;
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use kernel::{Error, TenantId};
+use kernel::{Error, Patch, TenantId};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::schema::{lead_identities, lead_label_links, lead_labels, leads};
-
-/// The contract's stages, in pipeline order.
-pub const STAGES: [(&str, &str); 7] = [
-    ("new", "New"),
-    ("contacted", "Contacted"),
-    ("qualified", "Qualified"),
-    ("opportunity", "Opportunity"),
-    ("won", "Won"),
-    ("lost", "Lost"),
-    ("unqualified", "Unqualified"),
-];
+use crate::stage::LeadStage;
+use crate::{LabelId, LeadId};
 
 /// The lead's free-text fields, with their longest value: what an upsert fills and a `PATCH`
 /// sets or clears.
@@ -39,28 +29,17 @@ pub const TEXT_FIELDS: [(&str, usize); 10] = [
     ("next_action", 191),
 ];
 
-pub fn stage_label(stage: &str) -> &'static str {
-    STAGES.iter().find(|(key, _)| *key == stage).map_or("", |(_, label)| label)
-}
-
-pub fn is_stage(stage: &str) -> bool {
-    STAGES.iter().any(|(key, _)| *key == stage)
-}
-
-/// `won`, `lost` and `unqualified` close a lead.
-pub fn closes(stage: &str) -> bool {
-    matches!(stage, "won" | "lost" | "unqualified")
-}
-
-/// `lost` and `unqualified` need a reason.
-pub fn needs_reason(stage: &str) -> bool {
-    matches!(stage, "lost" | "unqualified")
+/// The free-text members of a body, in the order of [`TEXT_FIELDS`], taken out of it with
+/// their names and longest values.
+pub(crate) fn take_texts(members: [&mut Patch<String>; 10]) -> [(&'static str, usize, Patch<String>); 10] {
+    let mut members = members.into_iter();
+    TEXT_FIELDS.map(|(field, max)| (field, max, members.next().map(std::mem::take).unwrap_or_default()))
 }
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = leads)]
 pub(crate) struct Row {
-    pub id: Uuid,
+    pub id: LeadId,
     pub tenant_id: i64,
     pub name: Option<String>,
     pub title: Option<String>,
@@ -68,7 +47,7 @@ pub(crate) struct Row {
     pub phone: Option<String>,
     pub email: Option<String>,
     pub location: Option<String>,
-    pub stage: String,
+    pub stage: LeadStage,
     pub closed_at: Option<OffsetDateTime>,
     pub archived_at: Option<OffsetDateTime>,
     pub lost_reason: Option<String>,
@@ -94,7 +73,8 @@ pub(crate) struct Row {
 
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
 pub struct Label {
-    pub id: i64,
+    #[schema(value_type = i64)]
+    pub id: LabelId,
     pub name: String,
     pub color: String,
 }
@@ -123,14 +103,16 @@ pub struct Identity {
 /// Another lead that may be the same person (same name, no shared identity).
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
 pub struct Duplicate {
-    pub id: Uuid,
+    #[schema(value_type = uuid::Uuid)]
+    pub id: LeadId,
     pub name: Option<String>,
 }
 
 /// The Lead record (contract: Lead).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Lead {
-    pub id: Uuid,
+    #[schema(value_type = uuid::Uuid)]
+    pub id: LeadId,
     pub name: Option<String>,
     pub title: Option<String>,
     pub company: Option<String>,
@@ -138,7 +120,7 @@ pub struct Lead {
     pub phone: Option<String>,
     pub email: Option<String>,
     pub location: Option<String>,
-    pub stage: String,
+    pub stage: LeadStage,
     pub stage_label: String,
     pub closed: bool,
     pub archived: bool,
@@ -196,10 +178,10 @@ impl Row {
         public_url: &str,
         now: OffsetDateTime,
     ) -> Lead {
-        let closed = closes(&self.stage);
+        let closed = self.stage.closes();
         Lead {
             id: self.id,
-            stage_label: stage_label(&self.stage).to_owned(),
+            stage_label: self.stage.label().to_owned(),
             closed,
             archived: self.archived_at.is_some(),
             overdue: !closed && self.next_action_at.is_some_and(|at| at < now),
@@ -238,9 +220,9 @@ impl Row {
     }
 }
 
-pub(crate) async fn row(conn: &mut store::Conn, tenant: TenantId, id: Uuid) -> Result<Row, Error> {
+pub(crate) async fn row(conn: &mut store::Conn, tenant: TenantId, id: LeadId) -> Result<Row, Error> {
     leads::table
-        .filter(leads::tenant_id.eq(tenant.0))
+        .filter(leads::tenant_id.eq(tenant))
         .filter(leads::id.eq(id))
         .select(Row::as_select())
         .first(conn)
@@ -253,11 +235,11 @@ pub(crate) async fn row(conn: &mut store::Conn, tenant: TenantId, id: Uuid) -> R
 pub(crate) async fn locked(
     conn: &mut store::Conn,
     tenant: TenantId,
-    id: Uuid,
+    id: LeadId,
     actor: &crate::service::Actor,
 ) -> Result<Row, Error> {
     let row: Row = leads::table
-        .filter(leads::tenant_id.eq(tenant.0))
+        .filter(leads::tenant_id.eq(tenant))
         .filter(leads::id.eq(id))
         .select(Row::as_select())
         .for_update()
@@ -278,9 +260,9 @@ pub(crate) async fn views(
     public_url: &str,
     now: OffsetDateTime,
 ) -> Result<Vec<Lead>, Error> {
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let ids: Vec<LeadId> = rows.iter().map(|r| r.id).collect();
     let tenants: Vec<i64> = rows.iter().map(|r| r.tenant_id).collect();
-    let linked: Vec<(Uuid, i64, String, String)> = lead_label_links::table
+    let linked: Vec<(LeadId, LabelId, String, String)> = lead_label_links::table
         .inner_join(lead_labels::table)
         .filter(lead_label_links::tenant_id.eq_any(&tenants))
         .filter(lead_labels::tenant_id.eq_any(&tenants))
@@ -289,7 +271,7 @@ pub(crate) async fn views(
         .select((lead_label_links::lead_id, lead_labels::id, lead_labels::name, lead_labels::color))
         .load(conn)
         .await?;
-    let mut labels: BTreeMap<Uuid, Vec<Label>> = BTreeMap::new();
+    let mut labels: BTreeMap<LeadId, Vec<Label>> = BTreeMap::new();
     for (lead, id, name, color) in linked {
         labels.entry(lead).or_default().push(Label { id, name, color });
     }
@@ -338,12 +320,12 @@ pub(crate) async fn full(
 pub(crate) async fn duplicate_of(
     conn: &mut store::Conn,
     tenant: TenantId,
-    id: Uuid,
+    id: LeadId,
     name: Option<&str>,
 ) -> Result<Option<Duplicate>, Error> {
     let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
-    let found: Option<(Uuid, Option<String>)> = leads::table
-        .filter(leads::tenant_id.eq(tenant.0))
+    let found: Option<(LeadId, Option<String>)> = leads::table
+        .filter(leads::tenant_id.eq(tenant))
         .filter(leads::id.ne(id))
         .filter(
             diesel::dsl::sql::<diesel::sql_types::Bool>("lower(name) = lower(")

@@ -13,7 +13,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::IntoParams;
 
-use crate::lead::{self, Lead, Row, is_stage};
+use crate::LeadStage;
+use crate::lead::{self, Lead, Row};
 use crate::schema::{lead_label_links, lead_labels, leads};
 use crate::service::LeadService;
 
@@ -83,7 +84,7 @@ impl LeadService {
                         .or(leads::created_by_kind.eq("api").and(leads::created_by_id.eq(mine))),
                 );
             }
-            let closed = leads::stage.eq_any(["won", "lost", "unqualified"]);
+            let closed = leads::stage.eq_any(LeadStage::closing());
             q = match filter.status.as_deref().map(str::trim).unwrap_or("open") {
                 "" | "open" => q.filter(closed.clone().eq(false)).filter(leads::archived_at.is_null()),
                 "closed" => q.filter(closed),
@@ -96,11 +97,14 @@ impl LeadService {
             };
             let stages = list(&filter.stage);
             if !stages.is_empty() {
-                let stages: Vec<String> = stages.iter().map(|s| s.to_ascii_lowercase()).collect();
-                if let Some(bad) = stages.iter().find(|s| !is_stage(s)) {
-                    errors.add("stage", format!("\"{bad}\" is not a lead stage."));
+                let mut wanted = Vec::with_capacity(stages.len());
+                for stage in &stages {
+                    match LeadStage::parse(stage) {
+                        Some(stage) => wanted.push(stage),
+                        None => errors.add("stage", format!("\"{}\" is not a lead stage.", stage.to_ascii_lowercase())),
+                    }
                 }
-                q = q.filter(leads::stage.eq_any(stages));
+                q = q.filter(leads::stage.eq_any(wanted));
             }
             let labels = list(&filter.label);
             if !labels.is_empty() {

@@ -1,11 +1,13 @@
 //! The operations on one lead (contract: Leads): `PATCH` (null clears), notes, assignment,
 //! deletion, and the timeline read.
 
+use std::collections::BTreeMap;
+
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
 use kernel::page::{Timeline, TimelineQuery};
-use kernel::{Caller, Error, Permission, TenantId};
+use kernel::{Caller, Error, Patch, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -13,40 +15,268 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::LeadId;
 use crate::identity::normalize_email;
-use crate::lead::{self, Lead, closes, is_stage, needs_reason};
+use crate::lead::{self, Lead};
 use crate::schema::{lead_activities, lead_identities, leads};
 use crate::service::LeadService;
+use crate::stage::{LeadStage, Transition, Via};
 use crate::timeline::{self, Activity, LeadEvent};
 
-/// `PATCH /leads/{lead}` (for the documentation; the service reads the object itself so null can
-/// clear).
+/// `PATCH /leads/{lead}`: a member left out stays, `null` (or an empty string) clears it.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct LeadPatch {
-    pub name: Option<String>,
-    pub title: Option<String>,
-    pub company: Option<String>,
-    pub phone: Option<String>,
-    pub email: Option<String>,
-    pub location: Option<String>,
-    pub interest: Option<String>,
-    pub estimated_value: Option<f64>,
-    pub currency: Option<String>,
-    pub score: Option<i32>,
-    pub score_reason: Option<String>,
-    pub summary: Option<String>,
-    pub source_channel: Option<String>,
-    pub source_detail: Option<String>,
-    pub next_action: Option<String>,
-    pub next_action_at: Option<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub name: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub title: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub company: Patch<String>,
+    /// Any common form, read with the account's calling code.
+    #[serde(default)]
+    #[schema(inline)]
+    pub phone: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub email: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub location: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub interest: Patch<String>,
+    /// In main currency units, at least 0.
+    #[serde(default)]
+    #[schema(inline)]
+    pub estimated_value: Patch<f64>,
+    /// ISO 4217; null puts back the workspace's currency.
+    #[serde(default)]
+    #[schema(inline)]
+    pub currency: Patch<String>,
+    /// 0 to 100.
+    #[serde(default)]
+    #[schema(inline)]
+    pub score: Patch<i64>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub score_reason: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub summary: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub source_channel: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub source_detail: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub next_action: Patch<String>,
+    /// RFC 3339.
+    #[serde(default)]
+    #[schema(inline)]
+    pub next_action_at: Patch<String>,
     /// Archives (`archived_at` set) or restores the lead.
-    pub archived: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub archived: Patch<bool>,
     /// As the stage operation; a won lead answers `won_locked` here.
-    pub stage: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub stage: Patch<String>,
+    /// Required with `lost` and `unqualified`.
     pub reason: Option<String>,
     /// Merged; a key sent as null is removed.
-    #[schema(value_type = Option<Object>)]
-    pub custom_fields: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub custom_fields: Patch<Map<String, Value>>,
+    /// Members the record does not have: each is refused by name.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+impl LeadPatch {
+    /// The free-text members with their longest value, taken out.
+    fn take_texts(&mut self) -> [(&'static str, usize, Patch<String>); 10] {
+        lead::take_texts([
+            &mut self.name,
+            &mut self.title,
+            &mut self.company,
+            &mut self.location,
+            &mut self.interest,
+            &mut self.summary,
+            &mut self.score_reason,
+            &mut self.source_channel,
+            &mut self.source_detail,
+            &mut self.next_action,
+        ])
+    }
+}
+
+/// A patch, checked: each member sent, as it will be stored.
+#[derive(Debug, Default)]
+struct Checked {
+    text: Vec<(&'static str, Option<String>)>,
+    phone: Patch<String>,
+    email: Patch<String>,
+    estimated_value_cents: Patch<i64>,
+    /// Null puts back the workspace's.
+    currency: Option<String>,
+    score: Patch<i32>,
+    next_action_at: Patch<OffsetDateTime>,
+    archived: Option<bool>,
+    stage: Option<LeadStage>,
+    reason: Option<String>,
+    /// Checked values, and keys sent as null (to remove).
+    custom_fields: Option<Map<String, Value>>,
+}
+
+impl Checked {
+    /// Each member sent (custom fields aside) as the record shows it, for `changes`.
+    fn shown(&self) -> Result<Vec<(&'static str, Value)>, Error> {
+        let mut shown: Vec<(&'static str, Value)> =
+            self.text.iter().map(|(field, value)| (*field, json!(value))).collect();
+        let patch = |p: &Patch<String>| p.clone().change().map(|v| json!(v));
+        if let Some(v) = patch(&self.phone) {
+            shown.push(("phone", v));
+        }
+        if let Some(v) = patch(&self.email) {
+            shown.push(("email", v));
+        }
+        if let Some(cents) = self.estimated_value_cents.clone().change() {
+            shown.push(("estimated_value", json!(cents.map(lead::main_units))));
+        }
+        if let Some(currency) = &self.currency {
+            shown.push(("currency", json!(currency)));
+        }
+        if let Some(score) = self.score.clone().change() {
+            shown.push(("score", json!(score)));
+        }
+        if let Some(at) = self.next_action_at.clone().change() {
+            // as the record shows it: UTC
+            let at = at.map(|at| at.to_offset(time::UtcOffset::UTC).format(&Rfc3339)).transpose();
+            shown.push(("next_action_at", json!(at.map_err(Error::internal)?)));
+        }
+        if let Some(archived) = self.archived {
+            shown.push(("archived", json!(archived)));
+        }
+        Ok(shown)
+    }
+}
+
+/// Trimmed; an empty string clears as null does.
+fn cleared_if_blank(value: Patch<String>) -> Patch<String> {
+    match value {
+        Patch::Set(s) if s.trim().is_empty() => Patch::Null,
+        Patch::Set(s) => Patch::Set(s.trim().to_owned()),
+        other => other,
+    }
+}
+
+/// The patch's rules, every bad member named at once (custom values are checked against the
+/// workspace's fields by the caller).
+fn check(mut patch: LeadPatch, calling_code: &str, workspace_currency: &str, errors: &mut FieldErrors) -> Checked {
+    let mut checked = Checked::default();
+    for (field, max, value) in patch.take_texts() {
+        match cleared_if_blank(value) {
+            Patch::Absent => {}
+            Patch::Set(s) if s.chars().count() > max => {
+                errors.add(field, format!("The {field} may not be longer than {max} characters."))
+            }
+            value => checked.text.push((field, value.set())),
+        }
+    }
+    checked.phone = match cleared_if_blank(patch.phone) {
+        Patch::Set(raw) => match kernel::phone::normalize(&raw, calling_code) {
+            Some(e164) => Patch::Set(e164),
+            None => {
+                errors.add("phone", "The phone is not a valid number.");
+                Patch::Absent
+            }
+        },
+        other => other,
+    };
+    checked.email = match cleared_if_blank(patch.email) {
+        Patch::Set(raw) => match normalize_email(&raw) {
+            Some(email) => Patch::Set(email),
+            None => {
+                errors.add("email", "The email is not a valid address.");
+                Patch::Absent
+            }
+        },
+        other => other,
+    };
+    checked.estimated_value_cents = match patch.estimated_value {
+        Patch::Set(v) if v.is_finite() && (0.0..1e15).contains(&v) => Patch::Set((v * 100.0).round() as i64),
+        Patch::Set(_) => {
+            errors.add("estimated_value", "The estimated_value must be a number of at least 0, or null.");
+            Patch::Absent
+        }
+        Patch::Null => Patch::Null,
+        Patch::Absent => Patch::Absent,
+    };
+    checked.currency = match patch.currency.map(|c| c.trim().to_owned()) {
+        Patch::Absent => None,
+        Patch::Null => Some(workspace_currency.to_owned()),
+        Patch::Set(c) if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) => Some(c.to_ascii_uppercase()),
+        Patch::Set(_) => {
+            errors.add("currency", "The currency must be a three-letter ISO 4217 code.");
+            None
+        }
+    };
+    checked.score = match patch.score {
+        Patch::Set(s) if (0..=100).contains(&s) => Patch::Set(s as i32),
+        Patch::Set(_) => {
+            errors.add("score", "The score must be a whole number from 0 to 100, or null.");
+            Patch::Absent
+        }
+        Patch::Null => Patch::Null,
+        Patch::Absent => Patch::Absent,
+    };
+    checked.next_action_at = match patch.next_action_at {
+        Patch::Set(raw) => match OffsetDateTime::parse(raw.trim(), &Rfc3339) {
+            Ok(at) => Patch::Set(at),
+            Err(_) => {
+                errors.add("next_action_at", "The next_action_at must be an RFC 3339 time, or null.");
+                Patch::Absent
+            }
+        },
+        Patch::Null => Patch::Null,
+        Patch::Absent => Patch::Absent,
+    };
+    checked.archived = match patch.archived {
+        Patch::Set(archived) => Some(archived),
+        Patch::Null => {
+            errors.add("archived", "The archived must be true or false.");
+            None
+        }
+        Patch::Absent => None,
+    };
+    checked.stage = match patch.stage {
+        Patch::Absent => None,
+        Patch::Set(raw) if LeadStage::parse(&raw).is_some() => LeadStage::parse(&raw),
+        _ => {
+            errors.add("stage", LeadStage::INVALID);
+            None
+        }
+    };
+    checked.reason = patch.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()).map(str::to_owned);
+    checked.custom_fields = match patch.custom_fields {
+        Patch::Set(fields) => Some(fields),
+        Patch::Null => {
+            errors.add("custom_fields", "The custom_fields must be an object.");
+            None
+        }
+        Patch::Absent => None,
+    };
+    for key in patch.unknown.keys() {
+        errors.add(key.as_str(), format!("{key} cannot be changed here."));
+    }
+    checked
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -101,7 +331,7 @@ impl LeadService {
         &self,
         conn: &mut store::Conn,
         tenant: TenantId,
-        id: Uuid,
+        id: LeadId,
         now: OffsetDateTime,
     ) -> Result<Lead, Error> {
         let row = lead::row(conn, tenant, id).await?;
@@ -109,142 +339,18 @@ impl LeadService {
     }
 
     /// `PATCH /leads/{lead}`: sets what is sent, clears what is sent as null.
-    pub async fn update(&self, caller: &Caller, id: Uuid, body: Value) -> Result<Lead, Error> {
+    pub async fn update(&self, caller: &Caller, id: LeadId, patch: LeadPatch) -> Result<Lead, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
-        let Value::Object(body) = body else {
-            return Err(Error::field("body", "The body must be a JSON object.").with_reason("invalid"));
-        };
         let workspace = accounts::tenants::get(&mut conn, caller.tenant_id).await?;
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let row = lead::locked(conn, tenant, id, &actor).await?;
             let mut errors = FieldErrors::new();
-            let mut changes = Map::new();
-            let mut set: Map<String, Value> = Map::new();
-            let mut stage: Option<String> = None;
-            let mut reason: Option<String> = None;
-            let current =
-                serde_json::to_value(lead::views(conn, vec![row.clone()], &self.public_url, now).await?.pop())
-                    .map_err(Error::internal)?;
-            for (key, value) in body {
-                if let Some((_, max)) = lead::TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
-                    match value {
-                        Value::Null => {
-                            set.insert(key, Value::Null);
-                        }
-                        Value::String(s) if s.trim().is_empty() => {
-                            set.insert(key, Value::Null);
-                        }
-                        Value::String(s) if s.trim().chars().count() <= *max => {
-                            set.insert(key, Value::String(s.trim().to_owned()));
-                        }
-                        Value::String(_) => {
-                            errors.add(key.as_str(), format!("The {key} may not be longer than {max} characters."))
-                        }
-                        _ => errors.add(key.as_str(), format!("The {key} must be a string or null.")),
-                    }
-                    continue;
-                }
-                match key.as_str() {
-                    "phone" => match value.as_str().map(str::trim) {
-                        None if value.is_null() => {
-                            set.insert(key, Value::Null);
-                        }
-                        Some("") => {
-                            set.insert(key, Value::Null);
-                        }
-                        Some(raw) => match kernel::phone::normalize(raw, &caller.calling_code) {
-                            Some(e164) => {
-                                set.insert(key, Value::String(e164));
-                            }
-                            None => errors.add("phone", "The phone is not a valid number."),
-                        },
-                        None => errors.add("phone", "The phone must be a string or null."),
-                    },
-                    "email" => match value.as_str().map(str::trim) {
-                        None if value.is_null() => {
-                            set.insert(key, Value::Null);
-                        }
-                        Some("") => {
-                            set.insert(key, Value::Null);
-                        }
-                        Some(raw) => match normalize_email(raw) {
-                            Some(email) => {
-                                set.insert(key, Value::String(email));
-                            }
-                            None => errors.add("email", "The email is not a valid address."),
-                        },
-                        None => errors.add("email", "The email must be a string or null."),
-                    },
-                    "estimated_value" => match &value {
-                        Value::Null => {
-                            set.insert(key, Value::Null);
-                        }
-                        Value::Number(n) if n.as_f64().is_some_and(|v| v.is_finite() && (0.0..1e15).contains(&v)) => {
-                            // as the record shows it: hundredths, as a number in main units
-                            let cents = n.as_f64().map_or(0, |v| (v * 100.0).round() as i64);
-                            set.insert(key, json!(lead::main_units(cents)));
-                        }
-                        _ => errors
-                            .add("estimated_value", "The estimated_value must be a number of at least 0, or null."),
-                    },
-                    "currency" => match value.as_str().map(str::trim) {
-                        None if value.is_null() => {
-                            set.insert(key, Value::String(workspace.currency.clone()));
-                        }
-                        Some(c) if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) => {
-                            set.insert(key, Value::String(c.to_ascii_uppercase()));
-                        }
-                        _ => errors.add("currency", "The currency must be a three-letter ISO 4217 code."),
-                    },
-                    "score" => match &value {
-                        Value::Null => {
-                            set.insert(key, Value::Null);
-                        }
-                        Value::Number(n) if n.as_i64().is_some_and(|s| (0..=100).contains(&s)) => {
-                            set.insert(key, value.clone());
-                        }
-                        _ => errors.add("score", "The score must be a whole number from 0 to 100, or null."),
-                    },
-                    "next_action_at" => match value.as_str().map(str::trim) {
-                        None if value.is_null() => {
-                            set.insert(key, Value::Null);
-                        }
-                        Some(raw) if OffsetDateTime::parse(raw, &Rfc3339).is_ok() => {
-                            // as the record shows it: UTC
-                            let at = OffsetDateTime::parse(raw, &Rfc3339).map_err(Error::internal)?;
-                            let utc = at.to_offset(time::UtcOffset::UTC).format(&Rfc3339).map_err(Error::internal)?;
-                            set.insert(key, Value::String(utc));
-                        }
-                        _ => errors.add("next_action_at", "The next_action_at must be an RFC 3339 time, or null."),
-                    },
-                    "archived" => match value {
-                        Value::Bool(archived) => {
-                            set.insert(key, Value::Bool(archived));
-                        }
-                        _ => errors.add("archived", "The archived must be true or false."),
-                    },
-                    "stage" => match value.as_str().map(|s| s.trim().to_ascii_lowercase()) {
-                        Some(s) if is_stage(&s) => stage = Some(s),
-                        _ => errors.add(
-                            "stage",
-                            "The stage must be one of new, contacted, qualified, opportunity, won, lost, unqualified.",
-                        ),
-                    },
-                    "reason" => reason = value.as_str().map(str::trim).filter(|r| !r.is_empty()).map(str::to_owned),
-                    "custom_fields" => match value {
-                        Value::Object(fields) => {
-                            set.insert(key, Value::Object(fields));
-                        }
-                        _ => errors.add("custom_fields", "The custom_fields must be an object."),
-                    },
-                    _ => errors.add(key.as_str(), format!("{key} cannot be changed here.")),
-                }
-            }
+            let mut checked = check(patch, &caller.calling_code, &workspace.currency, &mut errors);
             // custom values are checked against the workspace's fields; null removes a key
-            if let Some(Value::Object(fields)) = set.remove("custom_fields") {
+            if let Some(fields) = checked.custom_fields.take() {
                 let (removed, values): (Map<String, Value>, Map<String, Value>) =
                     fields.into_iter().partition(|(_, v)| v.is_null());
                 let mut undefined = Vec::new();
@@ -254,89 +360,63 @@ impl LeadService {
                     errors.add(field.as_str(), "The workspace has no such custom field (GET /lead-fields).");
                 }
                 kept.extend(removed);
-                set.insert("custom_fields".into(), Value::Object(kept));
+                checked.custom_fields = Some(kept);
             }
             if !errors.is_empty() {
                 return Err(invalid(errors));
             }
-            let stage_change = match stage {
-                Some(to) if to != row.stage => {
-                    if row.stage == "won" {
-                        return Err(Error::conflict(
-                            "This lead is won: change its stage through POST /leads/{lead}/stage.",
-                        )
-                        .with_reason("won_locked"));
-                    }
-                    if needs_reason(&to) && reason.is_none() {
-                        return Err(Error::field("reason", format!("A reason is required to mark a lead {to}."))
-                            .with_reason("reason_required"));
-                    }
-                    Some((row.stage.clone(), to))
-                }
-                _ => None,
+            let reason = checked.reason.clone();
+            let stage_change = match checked.stage {
+                Some(to) => match row.stage.transition(to, Via::Edit, reason.as_deref())? {
+                    Transition::Move { from, to } => Some((from, to)),
+                    Transition::Stay => None,
+                },
+                None => None,
             };
             // the changes, field by field, against the lead as the API shows it
-            for (key, value) in &set {
-                if key == "custom_fields" {
-                    continue;
-                }
+            let current =
+                serde_json::to_value(lead::views(conn, vec![row.clone()], &self.public_url, now).await?.pop())
+                    .map_err(Error::internal)?;
+            let mut changes = Map::new();
+            for (key, value) in checked.shown()? {
                 let before = current.get(key).cloned().unwrap_or(Value::Null);
-                if before != *value {
-                    changes.insert(key.clone(), json!({ "from": before, "to": value }));
+                if before != value {
+                    changes.insert(key.to_owned(), json!({ "from": before, "to": value }));
                 }
             }
             let mut custom = match &row.custom_fields {
                 Value::Object(map) => map.clone(),
                 _ => Map::new(),
             };
-            if let Some(Value::Object(fields)) = set.get("custom_fields") {
-                for (k, v) in fields {
-                    let before = custom.get(k).cloned().unwrap_or(Value::Null);
-                    if before != *v {
-                        changes.insert(format!("custom_fields.{k}"), json!({ "from": before, "to": v }));
-                    }
-                    if v.is_null() {
-                        custom.remove(k);
-                    } else {
-                        custom.insert(k.clone(), v.clone());
-                    }
+            for (k, v) in checked.custom_fields.iter().flatten() {
+                let before = custom.get(k).cloned().unwrap_or(Value::Null);
+                if before != *v {
+                    changes.insert(format!("custom_fields.{k}"), json!({ "from": before, "to": v }));
+                }
+                if v.is_null() {
+                    custom.remove(k);
+                } else {
+                    custom.insert(k.clone(), v.clone());
                 }
             }
-            let text = |field: &str, old: &Option<String>| match set.get(field) {
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => None,
+            let text = |field: &str, old: &Option<String>| match checked.text.iter().find(|(f, _)| *f == field) {
+                Some((_, value)) => value.clone(),
                 None => old.clone(),
             };
-            let archived_at = match set.get("archived") {
-                Some(Value::Bool(true)) => row.archived_at.or(Some(now)),
-                Some(Value::Bool(false)) => None,
-                _ => row.archived_at,
+            let archived_at = match checked.archived {
+                Some(true) => row.archived_at.or(Some(now)),
+                Some(false) => None,
+                None => row.archived_at,
             };
-            let (new_stage, closed_at, lost_reason) = match &stage_change {
-                Some((_, to)) => (
-                    to.clone(),
-                    if closes(to) { row.closed_at.or(Some(now)) } else { None },
-                    if needs_reason(to) { reason.clone() } else { None },
-                ),
-                None => (row.stage.clone(), row.closed_at, row.lost_reason.clone()),
-            };
-            let cents = match set.get("estimated_value") {
-                Some(Value::Number(n)) => n.as_f64().map(|v| (v * 100.0).round() as i64),
-                Some(_) => None,
-                None => row.estimated_value_cents,
-            };
-            let score = match set.get("score") {
-                Some(Value::Number(n)) => n.as_i64().map(|s| s as i32),
-                Some(_) => None,
-                None => row.score,
-            };
-            let next_action_at = match set.get("next_action_at") {
-                Some(Value::String(s)) => OffsetDateTime::parse(s, &Rfc3339).ok(),
-                Some(_) => None,
-                None => row.next_action_at,
+            let (new_stage, closed_at, lost_reason) = match stage_change {
+                Some((_, to)) => {
+                    let (closed_at, lost_reason) = to.settle(row.closed_at, reason.clone(), now);
+                    (to, closed_at, lost_reason)
+                }
+                None => (row.stage, row.closed_at, row.lost_reason.clone()),
             };
             let touched = !changes.is_empty() || stage_change.is_some();
-            diesel::update(leads::table.filter(leads::id.eq(id)))
+            diesel::update(leads::table.filter(leads::tenant_id.eq(tenant)).filter(leads::id.eq(id)))
                 .set((
                     leads::name.eq(text("name", &row.name)),
                     leads::title.eq(text("title", &row.title)),
@@ -348,15 +428,16 @@ impl LeadService {
                     leads::source_channel.eq(text("source_channel", &row.source_channel)),
                     leads::source_detail.eq(text("source_detail", &row.source_detail)),
                     leads::next_action.eq(text("next_action", &row.next_action)),
-                    leads::phone.eq(text("phone", &row.phone)),
-                    leads::email.eq(text("email", &row.email)),
-                    leads::currency.eq(text("currency", &Some(row.currency.clone())).unwrap_or(row.currency.clone())),
-                    leads::estimated_value_cents.eq(cents),
-                    leads::score.eq(score),
-                    leads::next_action_at.eq(next_action_at),
+                    leads::phone.eq(checked.phone.clone().apply_to(row.phone.clone())),
+                    leads::email.eq(checked.email.clone().apply_to(row.email.clone())),
+                    leads::currency.eq(checked.currency.clone().unwrap_or_else(|| row.currency.clone())),
+                    leads::estimated_value_cents
+                        .eq(checked.estimated_value_cents.clone().apply_to(row.estimated_value_cents)),
+                    leads::score.eq(checked.score.clone().apply_to(row.score)),
+                    leads::next_action_at.eq(checked.next_action_at.clone().apply_to(row.next_action_at)),
                     leads::archived_at.eq(archived_at),
                     leads::custom_fields.eq(Value::Object(custom)),
-                    leads::stage.eq(&new_stage),
+                    leads::stage.eq(new_stage),
                     leads::closed_at.eq(closed_at),
                     leads::lost_reason.eq(lost_reason),
                     leads::updated_at.eq(if touched { now } else { row.updated_at }),
@@ -365,11 +446,11 @@ impl LeadService {
                 .execute(conn)
                 .await?;
             // a new phone or email finds the lead too (unless another lead already has it)
-            for (kind, value) in [("phone", set.get("phone")), ("email", set.get("email"))] {
-                if let Some(Value::String(v)) = value {
+            for (kind, value) in [("phone", checked.phone.clone().set()), ("email", checked.email.clone().set())] {
+                if let Some(v) = value {
                     diesel::insert_into(lead_identities::table)
                         .values((
-                            lead_identities::tenant_id.eq(tenant.0),
+                            lead_identities::tenant_id.eq(tenant),
                             lead_identities::kind.eq(kind),
                             lead_identities::value.eq(v.trim_start_matches('+')),
                             lead_identities::lead_id.eq(id),
@@ -386,8 +467,8 @@ impl LeadService {
                 activities.push(Activity { kind: "updated", details: Value::Object(changes.clone()), reason: None });
                 crate::fold::park(conn, tenant, id, &actor, &changes, now).await?;
             }
-            if let Some((from, to)) = &stage_change {
-                let moved = Map::from_iter([("stage".to_owned(), json!({ "from": from, "to": to }))]);
+            if let Some((from, to)) = stage_change {
+                let moved = crate::stage::moved_changes(from, to);
                 activities.push(Activity {
                     kind: "stage_changed",
                     details: Value::Object(moved.clone()),
@@ -409,7 +490,7 @@ impl LeadService {
     }
 
     /// `POST /leads/{lead}/notes`.
-    pub async fn add_note(&self, caller: &Caller, id: Uuid, input: NewNote) -> Result<Note, Error> {
+    pub async fn add_note(&self, caller: &Caller, id: LeadId, input: NewNote) -> Result<Note, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let body = input.body.as_deref().map(str::trim).unwrap_or_default().to_owned();
@@ -437,7 +518,7 @@ impl LeadService {
     }
 
     /// `POST /leads/{lead}/assign`: a user of the workspace, or null for the pool.
-    pub async fn assign(&self, caller: &Caller, id: Uuid, input: Assignment) -> Result<Lead, Error> {
+    pub async fn assign(&self, caller: &Caller, id: LeadId, input: Assignment) -> Result<Lead, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_ASSIGN).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
@@ -482,7 +563,7 @@ impl LeadService {
     }
 
     /// `DELETE /leads/{lead}`: `lead.deleted` carries its last state.
-    pub async fn delete(&self, caller: &Caller, id: Uuid) -> Result<Lead, Error> {
+    pub async fn delete(&self, caller: &Caller, id: LeadId) -> Result<Lead, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_DELETE).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
@@ -499,7 +580,7 @@ impl LeadService {
 
     /// `GET /leads/{lead}/activities`: newest first, 50 a page unless `limit` says otherwise
     /// (at most 100); `before` takes `next_before`.
-    pub async fn activities(&self, caller: &Caller, id: Uuid, query: &TimelineQuery) -> Result<Activities, Error> {
+    pub async fn activities(&self, caller: &Caller, id: LeadId, query: &TimelineQuery) -> Result<Activities, Error> {
         let page = Timeline::parse(query)?;
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;

@@ -1,7 +1,7 @@
 //! Reading one lead (contract: `GET /leads/{lead}`), within the issuer's visibility.
 
+use crate::LeadId;
 use kernel::{Caller, Error, Permission};
-use uuid::Uuid;
 
 use crate::lead::{self, Lead};
 use crate::service::LeadService;
@@ -9,7 +9,7 @@ use crate::service::LeadService;
 impl LeadService {
     /// The full record, with identities and a possible duplicate. A lead the issuer may not see
     /// is not found.
-    pub async fn get(&self, caller: &Caller, id: Uuid) -> Result<Lead, Error> {
+    pub async fn get(&self, caller: &Caller, id: LeadId) -> Result<Lead, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let row = lead::row(&mut conn, caller.tenant_id, id).await?;

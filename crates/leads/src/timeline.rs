@@ -1,12 +1,12 @@
 //! The timeline and the events: every change is an activity row (with actor and source) and,
 //! where the catalogue has one, a lead event in the outbox, in the change's transaction.
 
+use crate::LeadId;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use kernel::{Error, TenantId};
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::lead::Lead;
 use crate::schema::lead_activities;
@@ -23,7 +23,7 @@ pub(crate) struct Activity<'a> {
 pub(crate) async fn record(
     conn: &mut store::Conn,
     tenant: TenantId,
-    lead: Uuid,
+    lead: LeadId,
     actor: &Actor,
     activities: &[Activity<'_>],
     now: OffsetDateTime,

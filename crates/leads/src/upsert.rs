@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
-use kernel::{Caller, Error, Permission, TenantId};
+use kernel::{Caller, Error, Patch, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use store::idempotency::{self, Answer, Key, Request};
@@ -16,10 +16,12 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::LeadId;
 use crate::identity::normalize_email;
-use crate::lead::{self, Lead, Row, closes, is_stage, needs_reason};
+use crate::lead::{self, Lead, Row};
 use crate::schema::{lead_fields, lead_identities, leads};
 use crate::service::{Actor, LeadService};
+use crate::stage::{LeadStage, Transition, Via};
 use crate::timeline::{self, Activity, LeadEvent};
 
 const LONG: usize = 2_000;
@@ -27,40 +29,117 @@ const NOTE: usize = 10_000;
 /// A label made by an upsert gets this colour until someone picks one.
 pub const DEFAULT_LABEL_COLOR: &str = "#6B7280";
 
-/// The upsert body (for the documentation: the service reads the JSON object itself, so that
-/// every key it does not apply can be listed in `ignored`).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+/// The upsert body. Values are trimmed; an empty string or null is not applied (it is listed in
+/// `ignored`, as are members the record does not have).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct UpsertLead {
-    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub name: Patch<String>,
     /// Any common form: `+255 712 345 678`, `0712345678`, `255712345678`.
-    pub phone: Option<String>,
-    pub email: Option<String>,
-    pub company: Option<String>,
-    pub title: Option<String>,
-    pub location: Option<String>,
-    pub interest: Option<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub phone: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub email: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub company: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub title: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub location: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub interest: Patch<String>,
     /// In main currency units.
-    pub estimated_value: Option<f64>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub estimated_value: Patch<f64>,
     /// ISO 4217; defaults to the workspace currency.
-    pub currency: Option<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub currency: Patch<String>,
     /// Matched by name, any case.
-    pub labels: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub labels: Patch<Vec<String>>,
     /// Added to the timeline.
-    pub note: Option<String>,
-    pub stage: Option<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub note: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub stage: Patch<String>,
     /// Required with `lost` and `unqualified`.
-    pub reason: Option<String>,
-    pub score: Option<i32>,
-    pub score_reason: Option<String>,
-    pub summary: Option<String>,
-    pub source_channel: Option<String>,
-    pub source_detail: Option<String>,
-    pub next_action: Option<String>,
-    pub next_action_at: Option<String>,
-    pub conversation_id: Option<i64>,
-    pub call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub reason: Patch<String>,
+    /// 0 to 100.
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub score: Patch<i64>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub score_reason: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub summary: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub source_channel: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub source_detail: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub next_action: Patch<String>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub next_action_at: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub conversation_id: Patch<i64>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
+    #[schema(inline)]
+    pub call_id: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
     #[schema(value_type = Option<Object>)]
-    pub custom_fields: Option<Value>,
+    pub custom_fields: Patch<Map<String, Value>>,
+    /// Members the record does not have: listed in `ignored`.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub unknown: BTreeMap<String, Value>,
+}
+
+/// A member as it was sent (the idempotency fingerprint compares bodies, not what they mean).
+fn sent<T: Serialize, S: serde::Serializer>(value: &Patch<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Patch::Set(value) => value.serialize(serializer),
+        _ => serializer.serialize_none(),
+    }
+}
+
+impl UpsertLead {
+    /// The free-text members with their longest value, taken out.
+    fn take_texts(&mut self) -> [(&'static str, usize, Patch<String>); 10] {
+        lead::take_texts([
+            &mut self.name,
+            &mut self.title,
+            &mut self.company,
+            &mut self.location,
+            &mut self.interest,
+            &mut self.summary,
+            &mut self.score_reason,
+            &mut self.source_channel,
+            &mut self.source_detail,
+            &mut self.next_action,
+        ])
+    }
 }
 
 /// The answer (contract: `data:{lead, created, was_closed, ignored[], refused[], possible_duplicate_of}`).
@@ -75,16 +154,13 @@ pub struct Upserted {
     /// Labels not created for want of `leads.settings`.
     pub refused: Vec<String>,
     /// Another lead one of the identities sent belongs to.
-    pub possible_duplicate_of: Option<Uuid>,
+    #[schema(value_type = Option<uuid::Uuid>)]
+    pub possible_duplicate_of: Option<LeadId>,
 }
 
 /// contract: an upsert matching a lead outside the issuer's visibility answers 409.
 fn hidden() -> Error {
     Error::conflict("A lead for this person exists but is not visible to this key's issuer.")
-}
-
-fn invalid(field: &str, message: impl Into<String>) -> Error {
-    Error::field(field, message).with_reason("invalid")
 }
 
 /// What the body asks for, checked.
@@ -97,7 +173,7 @@ struct Wanted {
     currency: Option<String>,
     score: Option<i32>,
     next_action_at: Option<OffsetDateTime>,
-    stage: Option<String>,
+    stage: Option<LeadStage>,
     reason: Option<String>,
     labels: Vec<String>,
     note: Option<String>,
@@ -105,137 +181,128 @@ struct Wanted {
     ignored: Vec<String>,
 }
 
-/// A string value, trimmed; empty and null are "not sent" (they never blank a field).
-fn text(value: &Value) -> Result<Option<String>, ()> {
+/// A member's value: text trimmed; null and an empty string are not applied, only listed in
+/// `ignored`.
+fn given<T>(field: &str, value: Patch<T>, ignored: &mut Vec<String>) -> Option<T> {
     match value {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
-        _ => Err(()),
+        Patch::Absent => None,
+        Patch::Null => {
+            ignored.push(field.to_owned());
+            None
+        }
+        Patch::Set(value) => Some(value),
     }
 }
 
+fn given_text(field: &str, value: Patch<String>, ignored: &mut Vec<String>) -> Option<String> {
+    let text = given(field, value, ignored)?;
+    let text = text.trim();
+    if text.is_empty() {
+        ignored.push(field.to_owned());
+        return None;
+    }
+    Some(text.to_owned())
+}
+
+/// The body's rules, every bad member named at once.
 async fn read(
     conn: &mut store::Conn,
     tenant: TenantId,
     default_code: &str,
-    body: Map<String, Value>,
+    mut body: UpsertLead,
 ) -> Result<Wanted, Error> {
     let mut wanted = Wanted::default();
     let mut errors = FieldErrors::new();
-    for (key, value) in body {
-        if let Some((field, max)) = lead::TEXT_FIELDS.iter().find(|(f, _)| *f == key) {
-            match text(&value) {
-                Ok(Some(v)) if v.chars().count() > *max => {
-                    errors.add(key.as_str(), format!("The {key} may not be longer than {max} characters."))
-                }
-                Ok(Some(v)) => {
-                    wanted.text.insert(field, v);
-                }
-                Ok(None) => wanted.ignored.push(key),
-                Err(()) => errors.add(key.as_str(), format!("The {key} must be a string.")),
+    let ignored = &mut wanted.ignored;
+    for (field, max, value) in body.take_texts() {
+        match given_text(field, value, ignored) {
+            Some(v) if v.chars().count() > max => {
+                errors.add(field, format!("The {field} may not be longer than {max} characters."))
             }
-            continue;
-        }
-        match key.as_str() {
-            "phone" => match text(&value) {
-                Ok(Some(raw)) => match kernel::phone::normalize(&raw, default_code) {
-                    Some(e164) => wanted.phone = Some(e164),
-                    None => errors.add("phone", "The phone is not a valid number."),
-                },
-                Ok(None) => wanted.ignored.push(key),
-                Err(()) => errors.add("phone", "The phone must be a string."),
-            },
-            "email" => match text(&value) {
-                Ok(Some(raw)) => match normalize_email(&raw) {
-                    Some(email) => wanted.email = Some(email),
-                    None => errors.add("email", "The email is not a valid address."),
-                },
-                Ok(None) => wanted.ignored.push(key),
-                Err(()) => errors.add("email", "The email must be a string."),
-            },
-            "estimated_value" => match &value {
-                Value::Null => wanted.ignored.push(key),
-                Value::Number(n) => match n.as_f64().filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e15) {
-                    Some(v) => wanted.estimated_value_cents = Some((v * 100.0).round() as i64),
-                    None => errors.add("estimated_value", "The estimated_value must be a number of at least 0."),
-                },
-                _ => errors.add("estimated_value", "The estimated_value must be a number in main currency units."),
-            },
-            "currency" => match text(&value) {
-                Ok(Some(c)) if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) => {
-                    wanted.currency = Some(c.to_ascii_uppercase())
-                }
-                Ok(None) => wanted.ignored.push(key),
-                _ => errors.add("currency", "The currency must be a three-letter ISO 4217 code."),
-            },
-            "score" => match &value {
-                Value::Null => wanted.ignored.push(key),
-                Value::Number(n) => match n.as_i64().filter(|s| (0..=100).contains(s)) {
-                    Some(s) => wanted.score = Some(s as i32),
-                    None => errors.add("score", "The score must be a whole number from 0 to 100."),
-                },
-                _ => errors.add("score", "The score must be a whole number from 0 to 100."),
-            },
-            "next_action_at" => match text(&value) {
-                Ok(Some(raw)) => match OffsetDateTime::parse(&raw, &Rfc3339) {
-                    Ok(at) => wanted.next_action_at = Some(at),
-                    Err(_) => errors.add("next_action_at", "The next_action_at must be an RFC 3339 date and time."),
-                },
-                Ok(None) => wanted.ignored.push(key),
-                Err(()) => errors.add("next_action_at", "The next_action_at must be a string."),
-            },
-            "stage" => match text(&value) {
-                Ok(Some(stage)) if is_stage(&stage.to_ascii_lowercase()) => {
-                    wanted.stage = Some(stage.to_ascii_lowercase())
-                }
-                Ok(None) => wanted.ignored.push(key),
-                _ => errors.add(
-                    "stage",
-                    "The stage must be one of new, contacted, qualified, opportunity, won, lost, unqualified.",
-                ),
-            },
-            "reason" => match text(&value) {
-                Ok(Some(r)) if r.chars().count() <= LONG => wanted.reason = Some(r),
-                Ok(Some(_)) => errors.add("reason", format!("The reason may not be longer than {LONG} characters.")),
-                Ok(None) => {}
-                Err(()) => errors.add("reason", "The reason must be a string."),
-            },
-            "note" => match text(&value) {
-                Ok(Some(n)) if n.chars().count() <= NOTE => wanted.note = Some(n),
-                Ok(Some(_)) => errors.add("note", format!("The note may not be longer than {NOTE} characters.")),
-                Ok(None) => wanted.ignored.push(key),
-                Err(()) => errors.add("note", "The note must be a string."),
-            },
-            "labels" => match &value {
-                Value::Null => wanted.ignored.push(key),
-                Value::Array(items) => {
-                    for item in items {
-                        match item.as_str().map(str::trim) {
-                            Some(name) if !name.is_empty() && name.chars().count() <= 60 => {
-                                if !wanted.labels.iter().any(|l| l.eq_ignore_ascii_case(name)) {
-                                    wanted.labels.push(name.to_owned());
-                                }
-                            }
-                            Some("") => {}
-                            _ => errors.add("labels", "Labels are names of up to 60 characters."),
-                        }
-                    }
-                }
-                _ => errors.add("labels", "The labels must be a list of names."),
-            },
-            "custom_fields" => match value {
-                Value::Null => wanted.ignored.push(key),
-                Value::Object(fields) => wanted.custom_fields = fields,
-                _ => errors.add("custom_fields", "The custom_fields must be an object."),
-            },
-            // chats and calls arrive with later domains: no id belongs to the workspace yet
-            "conversation_id" | "call_id" if !value.is_null() => {
-                errors.add(key.as_str(), format!("The {key} does not belong to this workspace."))
+            Some(v) => {
+                wanted.text.insert(field, v);
             }
-            _ => wanted.ignored.push(key),
+            None => {}
         }
     }
-    let custom = std::mem::take(&mut wanted.custom_fields);
+    if let Some(raw) = given_text("phone", body.phone, ignored) {
+        match kernel::phone::normalize(&raw, default_code) {
+            Some(e164) => wanted.phone = Some(e164),
+            None => errors.add("phone", "The phone is not a valid number."),
+        }
+    }
+    if let Some(raw) = given_text("email", body.email, ignored) {
+        match normalize_email(&raw) {
+            Some(email) => wanted.email = Some(email),
+            None => errors.add("email", "The email is not a valid address."),
+        }
+    }
+    if let Some(v) = given("estimated_value", body.estimated_value, ignored) {
+        if v.is_finite() && (0.0..1e15).contains(&v) {
+            wanted.estimated_value_cents = Some((v * 100.0).round() as i64);
+        } else {
+            errors.add("estimated_value", "The estimated_value must be a number of at least 0.");
+        }
+    }
+    if let Some(c) = given_text("currency", body.currency, ignored) {
+        if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) {
+            wanted.currency = Some(c.to_ascii_uppercase());
+        } else {
+            errors.add("currency", "The currency must be a three-letter ISO 4217 code.");
+        }
+    }
+    if let Some(score) = given("score", body.score, ignored) {
+        match i32::try_from(score).ok().filter(|s| (0..=100).contains(s)) {
+            Some(s) => wanted.score = Some(s),
+            None => errors.add("score", "The score must be a whole number from 0 to 100."),
+        }
+    }
+    if let Some(raw) = given_text("next_action_at", body.next_action_at, ignored) {
+        match OffsetDateTime::parse(&raw, &Rfc3339) {
+            Ok(at) => wanted.next_action_at = Some(at),
+            Err(_) => errors.add("next_action_at", "The next_action_at must be an RFC 3339 date and time."),
+        }
+    }
+    if let Some(raw) = given_text("stage", body.stage, ignored) {
+        match LeadStage::parse(&raw) {
+            Some(stage) => wanted.stage = Some(stage),
+            None => errors.add("stage", LeadStage::INVALID),
+        }
+    }
+    // a reason left out or empty is simply no reason
+    match body.reason.set().map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()) {
+        Some(r) if r.chars().count() > LONG => {
+            errors.add("reason", format!("The reason may not be longer than {LONG} characters."))
+        }
+        reason => wanted.reason = reason,
+    }
+    if let Some(note) = given_text("note", body.note, ignored) {
+        if note.chars().count() <= NOTE {
+            wanted.note = Some(note);
+        } else {
+            errors.add("note", format!("The note may not be longer than {NOTE} characters."));
+        }
+    }
+    for name in given("labels", body.labels, ignored).unwrap_or_default() {
+        let name = name.trim();
+        if name.is_empty() {
+            continue;
+        }
+        if name.chars().count() > crate::labels::NAME_MAX {
+            errors.add("labels", "Labels are names of up to 60 characters.");
+        } else if !wanted.labels.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            wanted.labels.push(name.to_owned());
+        }
+    }
+    let custom = given("custom_fields", body.custom_fields, ignored).unwrap_or_default();
+    // chats and calls arrive with later domains: no id belongs to the workspace yet
+    if given("conversation_id", body.conversation_id, ignored).is_some() {
+        errors.add("conversation_id", "The conversation_id does not belong to this workspace.");
+    }
+    if given("call_id", body.call_id, ignored).is_some() {
+        errors.add("call_id", "The call_id does not belong to this workspace.");
+    }
+    ignored.extend(body.unknown.into_keys());
     wanted.custom_fields = check_custom_fields(conn, tenant, custom, &mut wanted.ignored, &mut errors).await?;
     if !errors.is_empty() {
         return Err(Error::fields(errors.into_map()).with_reason("invalid"));
@@ -297,10 +364,10 @@ async fn matches(
     conn: &mut store::Conn,
     tenant: TenantId,
     identities: &[(&'static str, String)],
-) -> Result<Vec<(&'static str, Uuid)>, Error> {
+) -> Result<Vec<(&'static str, LeadId)>, Error> {
     let mut found = Vec::new();
     for (kind, value) in identities {
-        let lead: Option<Uuid> = lead_identities::table
+        let lead: Option<LeadId> = lead_identities::table
             .find((tenant.0, *kind, value))
             .select(lead_identities::lead_id)
             .first(conn)
@@ -323,7 +390,7 @@ fn change(changes: &mut Map<String, Value>, field: &str, from: Value, to: Value)
 impl LeadService {
     /// The upsert. With an `Idempotency-Key` a repeat by the same issuer answers the first
     /// answer, once the caller may upsert now and still sees the lead.
-    pub async fn upsert(&self, caller: &Caller, body: Value, key: Option<Key>) -> Result<Answer<Upserted>, Error> {
+    pub async fn upsert(&self, caller: &Caller, body: UpsertLead, key: Option<Key>) -> Result<Answer<Upserted>, Error> {
         let mut conn = self.conn().await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let request = key.map(|key| Request::new(caller, "leads.upsert", key, &body)).transpose()?;
@@ -333,7 +400,7 @@ impl LeadService {
         .await?;
         if let Answer::Replay(first) = &answer {
             // contract: an upsert matching a lead the issuer may not see answers 409
-            let lead = first["lead"]["id"].as_str().and_then(|id| Uuid::parse_str(id).ok());
+            let lead = first["lead"]["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()).map(LeadId);
             let row = match lead {
                 Some(id) => lead::row(&mut conn, caller.tenant_id, id).await.ok(),
                 None => None,
@@ -350,11 +417,8 @@ impl LeadService {
         conn: &mut store::Conn,
         caller: &Caller,
         actor: &Actor,
-        body: Value,
+        body: UpsertLead,
     ) -> Result<Upserted, Error> {
-        let Value::Object(body) = body else {
-            return Err(invalid("body", "The body must be a JSON object."));
-        };
         let tenant = accounts::tenants::get(conn, caller.tenant_id).await?;
         let wanted = read(conn, caller.tenant_id, &caller.calling_code, body).await?;
         let mut identities = Vec::new();
@@ -429,40 +493,27 @@ impl LeadService {
             None => None,
         };
         let created = matched.is_none();
-        let was_closed = matched.as_ref().is_some_and(|r| closes(&r.stage));
+        let was_closed = matched.as_ref().is_some_and(|r| r.stage.closes());
         let mut ignored = wanted.ignored.clone();
         let mut changes = Map::new();
         let mut activities: Vec<Activity> = Vec::new();
-        let mut stage_change: Option<(String, String)> = None;
+        let mut stage_change: Option<(LeadStage, LeadStage)> = None;
 
         let id = match matched {
             Some(row) => {
                 // the stage: kept unless sent; a won lead moves only through the stage operation
-                if let Some(stage) = &wanted.stage
-                    && *stage != row.stage
+                if let Some(stage) = wanted.stage
+                    && let Transition::Move { from, to } =
+                        row.stage.transition(stage, Via::Edit, wanted.reason.as_deref())?
                 {
-                    if row.stage == "won" {
-                        return Err(Error::conflict(
-                            "This lead is won: change its stage through POST /leads/{lead}/stage.",
-                        )
-                        .with_reason("won_locked"));
-                    }
-                    if needs_reason(stage) && wanted.reason.is_none() {
-                        return Err(Error::field("reason", format!("A reason is required to mark a lead {stage}."))
-                            .with_reason("reason_required"));
-                    }
-                    stage_change = Some((row.stage.clone(), stage.clone()));
+                    stage_change = Some((from, to));
                 }
-                self.apply(conn, &row, wanted, &mut changes, &stage_change, now).await?;
+                self.apply(conn, &row, wanted, &mut changes, stage_change, now).await?;
                 row.id
             }
             None => {
-                let stage = wanted.stage.clone().unwrap_or_else(|| "new".to_owned());
-                if needs_reason(&stage) && wanted.reason.is_none() {
-                    return Err(Error::field("reason", format!("A reason is required to mark a lead {stage}."))
-                        .with_reason("reason_required"));
-                }
-                self.insert(conn, actor, workspace, wanted, &stage, now).await?
+                let stage = LeadStage::start(wanted.stage, wanted.reason.as_deref())?;
+                self.insert(conn, actor, workspace, wanted, stage, now).await?
             }
         };
         // identities this lead did not have yet (one that belongs to another lead stays there)
@@ -499,9 +550,8 @@ impl LeadService {
             activities.push(Activity { kind: "updated", details: Value::Object(changes.clone()), reason: None });
             crate::fold::park(conn, tenant, id, actor, &changes, now).await?;
         }
-        if let Some((from, to)) = &stage_change {
-            let mut moved = Map::new();
-            change(&mut moved, "stage", json!(from), json!(to));
+        if let Some((from, to)) = stage_change {
+            let moved = crate::stage::moved_changes(from, to);
             let reason = wanted.reason.as_deref();
             activities.push(Activity { kind: "stage_changed", details: Value::Object(moved.clone()), reason });
             let event =
@@ -534,13 +584,13 @@ impl LeadService {
         actor: &Actor,
         workspace: &accounts::tenants::Tenant,
         wanted: &Wanted,
-        stage: &str,
+        stage: LeadStage,
         now: OffsetDateTime,
-    ) -> Result<Uuid, Error> {
+    ) -> Result<LeadId, Error> {
         let (tenant, workspace_currency) = (TenantId(workspace.id), workspace.currency.as_str());
-        let id = Uuid::new_v4();
+        let id = LeadId(Uuid::new_v4());
         let t = |field: &str| wanted.text.get(field).cloned();
-        let reason = needs_reason(stage).then(|| wanted.reason.clone()).flatten();
+        let (closed_at, reason) = stage.settle(None, wanted.reason.clone(), now);
         diesel::insert_into(leads::table)
             .values((
                 leads::id.eq(id),
@@ -552,7 +602,7 @@ impl LeadService {
                 leads::email.eq(&wanted.email),
                 leads::location.eq(t("location")),
                 leads::stage.eq(stage),
-                leads::closed_at.eq(closes(stage).then_some(now)),
+                leads::closed_at.eq(closed_at),
                 leads::lost_reason.eq(reason),
                 leads::interest.eq(t("interest")),
                 leads::estimated_value_cents.eq(wanted.estimated_value_cents),
@@ -584,7 +634,7 @@ impl LeadService {
         row: &Row,
         wanted: &Wanted,
         changes: &mut Map<String, Value>,
-        stage_change: &Option<(String, String)>,
+        stage_change: Option<(LeadStage, LeadStage)>,
         now: OffsetDateTime,
     ) -> Result<(), Error> {
         let current: BTreeMap<&str, &Option<String>> = BTreeMap::from([
@@ -642,12 +692,11 @@ impl LeadService {
             }
         }
         let (stage, closed_at, lost_reason) = match stage_change {
-            Some((_, to)) => (
-                to.clone(),
-                if closes(to) { row.closed_at.or(Some(now)) } else { None },
-                if needs_reason(to) { wanted.reason.clone() } else { None },
-            ),
-            None => (row.stage.clone(), row.closed_at, row.lost_reason.clone()),
+            Some((_, to)) => {
+                let (closed_at, lost_reason) = to.settle(row.closed_at, wanted.reason.clone(), now);
+                (to, closed_at, lost_reason)
+            }
+            None => (row.stage, row.closed_at, row.lost_reason.clone()),
         };
         let touched = !changes.is_empty() || stage_change.is_some() || custom_changed;
         diesel::update(leads::table.filter(leads::id.eq(row.id)))

@@ -96,3 +96,26 @@ async fn the_stage_operation_refuses_an_unknown_or_missing_stage() {
         assert!(res.body["errors"]["stage"].is_array(), "{body}: {}", res.body);
     }
 }
+
+#[actix_web::test]
+async fn a_member_of_the_wrong_json_type_is_invalid_too() {
+    // Proves the body reader's refusals on the leads routes carry `reason: invalid` with
+    // `errors.<field>`, like the service's own (contract: Leads refusals).
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let id = id_of(&create(&app, &acme.key, json!({"phone": "0712345678"})).await);
+    for (path, body, field) in [
+        (LEADS.to_owned(), json!({"phone": 712345678}), "phone"),
+        (LEADS.to_owned(), json!({"phone": "0712345678", "labels": ["VIP", 5]}), "labels[1]"),
+        (stage_path(&id), json!({"stage": 5}), "stage"),
+        (sub_path(&id, "notes"), json!({"body": ["x"]}), "body"),
+        (LABELS.to_owned(), json!({"name": 5}), "name"),
+    ] {
+        let res = app.post(&path, &acme.key, body.clone()).await;
+        assert_refused(&res, 422, "invalid");
+        assert!(res.body["errors"][field].is_array(), "errors.{field} for {body}: {}", res.body);
+    }
+    let res = patch(&app, &acme.key, &id, json!({"archived": "yes"})).await;
+    assert_refused(&res, 422, "invalid");
+    assert_eq!(read(&app, &acme.key, &id).await["archived"], false);
+}

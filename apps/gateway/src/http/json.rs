@@ -15,6 +15,12 @@ use super::envelope::ApiError;
 /// A JSON body of type `T`. An empty body reads as `{}`, so missing fields are reported by name.
 pub struct Json<T>(pub T);
 
+/// The top-level `reason` a route family's contract puts on each of its refusals (the leads:
+/// `invalid`), set as app data on its resources: the reader's 422s there carry it too. Other
+/// routes answer without one.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyRefusal(pub &'static str);
+
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
     refuse_nul(bytes)?;
@@ -108,12 +114,19 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let content_type = check_content_type(req);
+        let reason = req.app_data::<BodyRefusal>().map(|refusal| refusal.0);
         let body = web::Bytes::from_request(req, payload);
         Box::pin(async move {
             content_type?;
             // Over `PayloadConfig`'s limit this is a 413, put in the envelope by the middleware.
             let bytes = body.await?;
-            parse(&bytes).map(Json).map_err(|e| ApiError(e).into())
+            parse(&bytes).map(Json).map_err(|e| {
+                ApiError(match reason {
+                    Some(reason) => e.with_reason(reason),
+                    None => e,
+                })
+                .into()
+            })
         })
     }
 }

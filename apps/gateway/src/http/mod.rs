@@ -12,4 +12,4 @@ pub mod rate_limit;
 
 pub use auth::{Auth, LegacyRoute};
 pub use envelope::{ApiError, created, ok};
-pub use json::Json;
+pub use json::{BodyRefusal, Json};

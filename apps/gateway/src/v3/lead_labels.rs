@@ -2,19 +2,14 @@
 //! `/lead-fields`). Every rule lives in `leads::LeadService`; these handlers parse and wrap.
 
 use actix_web::{HttpResponse, web};
-use kernel::Error;
 use kernel::parse_id;
 use leads::fields::LeadField;
 use leads::labels::{DeletedLabel, LabelNames, LabelPatch, LabelWithCount, LabelsAdded, LabelsRemoved, NewLabel};
+use leads::{LabelId, LeadId};
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, created, ok};
-
-/// A label id from the path; anything that is not one names no label.
-fn label_id(raw: &str) -> Result<i64, Error> {
-    raw.parse().map_err(|_| Error::not_found("Lead label"))
-}
 
 /// Every label of the workspace with how many leads carry it, by name.
 #[utoipa::path(get, path = "/api/v3/lead-labels", tag = "Leads",
@@ -48,7 +43,7 @@ pub async fn update_label(
     path: web::Path<String>,
     body: Json<LabelPatch>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.update_label(&auth.0, label_id(&path)?, body.0).await?))
+    Ok(ok(state.leads.update_label(&auth.0, parse_id::<LabelId>(&path, "Lead label")?, body.0).await?))
 }
 
 /// Delete a label (`leads.settings`); it goes from every lead that carried it.
@@ -60,7 +55,7 @@ pub async fn delete_label(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.delete_label(&auth.0, label_id(&path)?).await?))
+    Ok(ok(state.leads.delete_label(&auth.0, parse_id::<LabelId>(&path, "Lead label")?).await?))
 }
 
 /// Put labels on a lead by name, any case; a name the workspace lacks is created when the key's
@@ -76,7 +71,7 @@ pub async fn add_labels(
     path: web::Path<String>,
     body: Json<LabelNames>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.add_lead_labels(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(ok(state.leads.add_lead_labels(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// Take labels off a lead by name, any case.
@@ -91,7 +86,7 @@ pub async fn remove_labels(
     path: web::Path<String>,
     body: Json<LabelNames>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.remove_lead_labels(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(ok(state.leads.remove_lead_labels(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// The workspace's custom lead fields: keys, types and select option keys, by key.

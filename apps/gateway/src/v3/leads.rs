@@ -9,8 +9,7 @@ use kernel::{Page, PageRequest};
 use leads::list::LeadFilter;
 use leads::ops::{Activities, Assignment, LeadPatch, NewNote, Note};
 use leads::stage::StageChange;
-use leads::{Lead, UpsertLead, Upserted};
-use serde_json::Value;
+use leads::{Lead, LeadId, UpsertLead, Upserted};
 use store::idempotency::Answer;
 
 use crate::AppState;
@@ -29,7 +28,7 @@ pub async fn upsert(
     auth: Auth,
     state: web::Data<AppState>,
     request: HttpRequest,
-    body: Json<Value>,
+    body: Json<UpsertLead>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
     let answer = state.leads.upsert(&auth.0, body.0, key).await?;
@@ -45,7 +44,7 @@ pub async fn upsert(
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.get(&auth.0, parse_id(&path, "Lead")?).await?))
+    Ok(ok(state.leads.get(&auth.0, parse_id::<LeadId>(&path, "Lead")?).await?))
 }
 
 /// Move a lead to any stage, reopening included; `lost` and `unqualified` need a reason.
@@ -60,7 +59,7 @@ pub async fn stage(
     path: web::Path<String>,
     body: Json<StageChange>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.set_stage(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(ok(state.leads.set_stage(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// The leads the issuer may see, newest activity first (20 per page by default); open ones
@@ -88,9 +87,9 @@ pub async fn update(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<LeadPatch>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.update(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(ok(state.leads.update(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// Delete a lead; `lead.deleted` carries its last state.
@@ -98,7 +97,7 @@ pub async fn update(
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn delete(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.delete(&auth.0, parse_id(&path, "Lead")?).await?))
+    Ok(ok(state.leads.delete(&auth.0, parse_id::<LeadId>(&path, "Lead")?).await?))
 }
 
 /// Add a note to the lead's timeline.
@@ -112,7 +111,7 @@ pub async fn add_note(
     path: web::Path<String>,
     body: Json<NewNote>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.leads.add_note(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(created(state.leads.add_note(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// Assign the lead to a user of the workspace, or to the pool with `user_id: null`.
@@ -127,7 +126,7 @@ pub async fn assign(
     path: web::Path<String>,
     body: Json<Assignment>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.assign(&auth.0, parse_id(&path, "Lead")?, body.0).await?))
+    Ok(ok(state.leads.assign(&auth.0, parse_id::<LeadId>(&path, "Lead")?, body.0).await?))
 }
 
 /// The lead's timeline, newest first, 50 a page (`before` = `next_before`).
@@ -141,5 +140,5 @@ pub async fn activities(
     path: web::Path<String>,
     query: web::Query<TimelineQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.leads.activities(&auth.0, parse_id(&path, "Lead")?, &query).await?))
+    Ok(ok(state.leads.activities(&auth.0, parse_id::<LeadId>(&path, "Lead")?, &query).await?))
 }

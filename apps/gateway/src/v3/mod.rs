@@ -12,12 +12,18 @@ pub mod webhooks;
 
 use actix_web::web;
 
-use crate::http::LegacyRoute;
+use crate::http::{BodyRefusal, LegacyRoute};
 
 /// Routes that keys from before the permission model keep (contract: Authentication, rule 4
 /// and the permission table's "tenant credential only" families). Everything else refuses them.
 fn legacy(path: &str) -> actix_web::Resource {
     web::resource(path).app_data(LegacyRoute)
+}
+
+/// The leads routes: every refusal carries a `reason` (contract: Leads refusals), the body
+/// reader's `invalid` included.
+fn lead_route(path: &str) -> actix_web::Resource {
+    web::resource(path).app_data(BodyRefusal("invalid"))
 }
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -43,33 +49,33 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // leads
-            .service(web::resource("/leads").route(web::get().to(leads::list)).route(web::post().to(leads::upsert)))
+            .service(lead_route("/leads").route(web::get().to(leads::list)).route(web::post().to(leads::upsert)))
             .service(
-                web::resource("/leads/{lead}")
+                lead_route("/leads/{lead}")
                     .route(web::get().to(leads::get))
                     .route(web::patch().to(leads::update))
                     .route(web::delete().to(leads::delete)),
             )
-            .service(web::resource("/leads/{lead}/stage").route(web::post().to(leads::stage)))
+            .service(lead_route("/leads/{lead}/stage").route(web::post().to(leads::stage)))
             .service(
-                web::resource("/leads/{lead}/labels")
+                lead_route("/leads/{lead}/labels")
                     .route(web::post().to(lead_labels::add_labels))
                     .route(web::delete().to(lead_labels::remove_labels)),
             )
             .service(
-                web::resource("/lead-labels")
+                lead_route("/lead-labels")
                     .route(web::get().to(lead_labels::list_labels))
                     .route(web::post().to(lead_labels::create_label)),
             )
             .service(
-                web::resource("/lead-labels/{label}")
+                lead_route("/lead-labels/{label}")
                     .route(web::patch().to(lead_labels::update_label))
                     .route(web::delete().to(lead_labels::delete_label)),
             )
-            .service(web::resource("/lead-fields").route(web::get().to(lead_labels::fields)))
-            .service(web::resource("/leads/{lead}/notes").route(web::post().to(leads::add_note)))
-            .service(web::resource("/leads/{lead}/assign").route(web::post().to(leads::assign)))
-            .service(web::resource("/leads/{lead}/activities").route(web::get().to(leads::activities)))
+            .service(lead_route("/lead-fields").route(web::get().to(lead_labels::fields)))
+            .service(lead_route("/leads/{lead}/notes").route(web::post().to(leads::add_note)))
+            .service(lead_route("/leads/{lead}/assign").route(web::post().to(leads::assign)))
+            .service(lead_route("/leads/{lead}/activities").route(web::get().to(leads::activities)))
             // commerce: the fixed paths (`orders`, `batch`, `by-sku`) before the ids
             .service(
                 web::resource("/catalogues")
