@@ -15,9 +15,9 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::OrderId;
 use crate::schema::{order_lines, orders};
 use crate::status::{Hold, OrderStatus};
-use crate::OrderId;
 
 /// Lists are 25 a page.
 pub const PER_PAGE: i64 = 25;

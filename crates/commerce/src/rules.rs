@@ -8,10 +8,10 @@ use kernel::Patch;
 use kernel::error::FieldErrors;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use utoipa::__dev::ComposeSchema;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
+use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
 
 /// A whole number as commerce has always read it: a JSON integer, or an integer in a string
 /// (`"12"`). A fraction or other text reads, and the rule that needs the number refuses it with
@@ -60,13 +60,22 @@ impl<'de> Deserialize<'de> for Whole {
 impl ComposeSchema for Whole {
     fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
         OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::Integer).format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
+            )
             .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*[-+]?[0-9]+\s*$")))
             .into()
     }
 }
 
 impl ToSchema for Whole {}
+
+/// An optional member of a body that has no null of its own: left out (or null) is absent.
+pub(crate) fn sent<T>(value: Option<T>) -> Patch<T> {
+    value.map_or(Patch::Absent, Patch::Set)
+}
 
 /// Checks the members of one body (or one row of it: `prefix` is `levels.3.`), collecting
 /// every problem.

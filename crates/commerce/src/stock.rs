@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::catalogues::Row as Shop;
 use crate::CatalogueId;
-use crate::rules::{Rules, Whole};
+use crate::catalogues::Row as Shop;
 use crate::products::{self, ProductRef, derived_availability};
+use crate::rules::{Rules, Whole, sent};
 use crate::schema::{products as p, stock_movements as m};
 use crate::service::CommerceService;
 
@@ -339,7 +339,12 @@ const LEVEL_COLUMNS: (p::id, p::sku, p::inventory, p::reserved, p::availability)
 
 impl CommerceService {
     /// Absolute on-hand counts for up to 5,000 codes.
-    pub async fn push_levels(&self, caller: &Caller, catalogue: CatalogueId, body: LevelsPush) -> Result<Pushed, Error> {
+    pub async fn push_levels(
+        &self,
+        caller: &Caller,
+        catalogue: CatalogueId,
+        body: LevelsPush,
+    ) -> Result<Pushed, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let levels = check_levels(&body)?;
@@ -460,7 +465,7 @@ impl CommerceService {
 fn check_levels(body: &LevelsPush) -> Result<Vec<(String, i32)>, Error> {
     let mut rules = Rules::new();
     let levels = rules.rows("levels", &body.levels, MAX_LEVELS, |rules, row| {
-        let sku = rules.sku(row.sku.clone().into(), row.retailer_id.clone().into());
+        let sku = rules.sku(sent(row.sku.clone()), sent(row.retailer_id.clone()));
         let sku = rules.required("sku", sku);
         let count = rules.int("inventory", Patch::Set(row.inventory), 0, i32::MAX.into());
         let count = rules.required("inventory", count);

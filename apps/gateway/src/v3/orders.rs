@@ -3,8 +3,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use commerce::{CatalogueId, Order, OrderId};
 use commerce::orders::{NewOrder, OrderFilter, StatusChange};
+use commerce::{CatalogueId, Order, OrderId};
 use kernel::page::PageQuery;
 use kernel::parse_id;
 use kernel::{Page, PageRequest};

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Permission, TenantId};
 use kernel::Patch;
+use kernel::{Caller, Error, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::Enqueue;
@@ -15,12 +15,12 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
-use crate::catalogues::Row as Shop;
-use crate::rules::{Rules, Whole};
-use crate::status::{Hold, OrderStatus};
 use crate::CatalogueId;
+use crate::catalogues::Row as Shop;
+use crate::rules::{Rules, Whole, sent};
 use crate::schema::{orders, products};
 use crate::service::{CommerceService, shop_of};
+use crate::status::{Hold, OrderStatus};
 use crate::stock::{self, Figures, OrderCause};
 
 /// Lines in one order.
@@ -258,17 +258,17 @@ async fn insert_lines(conn: &mut store::Conn, tenant: i64, order: i64, lines: &[
 /// problem at once.
 fn check(body: NewOrder) -> Result<OrderIntake, Error> {
     let mut rules = Rules::new();
-    let platform = rules.one_of("platform", body.platform.into(), &["manual", "storefront", "chat", "ivr"]);
+    let platform = rules.one_of("platform", sent(body.platform), &["manual", "storefront", "chat", "ivr"]);
     if let Patch::Set(other @ ("chat" | "ivr")) = platform {
         rules.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
     }
     let handle = match body.customer_handle {
         Some(handle) => rules.text("customer_handle", Patch::Set(handle), 191),
-        None => rules.text("customer_chat_id", body.customer_chat_id.into(), 191),
+        None => rules.text("customer_chat_id", sent(body.customer_chat_id), 191),
     };
-    let name = rules.text("customer_name", body.customer_name.into(), 191);
+    let name = rules.text("customer_name", sent(body.customer_name), 191);
     let lines = rules.rows("lines", &body.lines, MAX_LINES, |rules, line| {
-        let sku = rules.sku(line.sku.clone().into(), line.retailer_id.clone().into());
+        let sku = rules.sku(sent(line.sku.clone()), sent(line.retailer_id.clone()));
         let sku = rules.required("sku", sku);
         let quantity = rules.int("quantity", Patch::Set(line.quantity), 1, MAX_QUANTITY);
         let quantity = rules.required("quantity", quantity);

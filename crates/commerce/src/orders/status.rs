@@ -17,11 +17,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::intake::schedule_expiry;
 use super::{LineRow, Order, PLATFORMS, Row, allocate, held_by_product, lines_of, row_of, view, wanted};
 use crate::rules::Rules;
-use crate::status::{Hold, OrderEvent, OrderStatus, StockStep};
-use crate::{CatalogueId, OrderId};
 use crate::schema::{order_lines, orders};
 use crate::service::{CommerceService, shop_of};
+use crate::status::{Hold, OrderEvent, OrderStatus, StockStep};
 use crate::stock::{self, OrderCause};
+use crate::{CatalogueId, OrderId};
 
 /// `PUT /catalogues/orders/{order}/status`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -9,9 +9,9 @@ use super::write::{Cause, Change};
 use super::{Input, LIVE, Product, ProductBody, load_drafts, view, views, write};
 use crate::catalogues::Row as Shop;
 use crate::rules::Rules;
-use crate::{CatalogueId, ProductId};
 use crate::schema::{product_listings, products};
 use crate::service::CommerceService;
+use crate::{CatalogueId, ProductId};
 
 /// How a path names a product.
 #[derive(Debug, Clone)]
@@ -140,7 +140,12 @@ impl CommerceService {
         .await
     }
 
-    pub async fn get_product(&self, caller: &Caller, catalogue: CatalogueId, product: &ProductRef) -> Result<Product, Error> {
+    pub async fn get_product(
+        &self,
+        caller: &Caller,
+        catalogue: CatalogueId,
+        product: &ProductRef,
+    ) -> Result<Product, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let id = product.resolve(&mut conn, shop.id).await?;
