@@ -42,7 +42,7 @@ pub struct NewOrder {
     pub lines: Vec<NewLine>,
 }
 
-/// One line of a [`NewOrder`].
+/// One line of a `NewOrder`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewLine {
     /// The product's code (required; `retailer_id` is accepted instead).
