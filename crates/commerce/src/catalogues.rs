@@ -5,13 +5,14 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Page, PageRequest, Permission};
+use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::fields::{Body, Member, object};
+use crate::CatalogueId;
+use crate::rules::{Rules, Whole};
 use crate::schema::{catalogues, orders, products};
 use crate::service::CommerceService;
 
@@ -111,27 +112,55 @@ impl Catalogue {
     }
 }
 
-/// `POST /catalogues` and `PATCH /catalogues/{catalogue}` (documentation; the service reads the
-/// object itself so a null can clear).
+/// `POST /catalogues` and `PATCH /catalogues/{catalogue}`: a member left out keeps the setting
+/// (or takes its default on create), a null clears an optional one.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CatalogueSettings {
     /// Required on create, up to 191 characters.
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub vertical: Option<String>,
-    pub default_currency: Option<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub name: Patch<String>,
+    /// Up to 2,000 characters.
+    #[serde(default)]
+    #[schema(inline)]
+    pub description: Patch<String>,
+    /// Commerce vertical, free text up to 64 characters.
+    #[serde(default)]
+    #[schema(inline)]
+    pub vertical: Patch<String>,
+    /// ISO 4217.
+    #[serde(default)]
+    #[schema(inline)]
+    pub default_currency: Patch<String>,
     /// Create only: 1 to 12 letters, digits or `-`.
-    pub sku_prefix: Option<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub sku_prefix: Patch<String>,
     /// `external` (default) or `svc`.
-    pub stock_policy: Option<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub stock_policy: Patch<String>,
     /// `api` (default), `svc` or `platform`.
-    pub source_of_truth: Option<String>,
-    pub allow_backorder: Option<bool>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub source_of_truth: Patch<String>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub allow_backorder: Patch<bool>,
     /// 1 to 720; default 48.
-    pub reservation_ttl_hours: Option<i32>,
-    pub low_stock_threshold: Option<i32>,
-    pub is_catalogue_visible: Option<bool>,
-    pub is_cart_enabled: Option<bool>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub reservation_ttl_hours: Patch<Whole>,
+    /// 0 or more; null: never alert.
+    #[serde(default)]
+    #[schema(inline)]
+    pub low_stock_threshold: Patch<Whole>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub is_catalogue_visible: Patch<bool>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub is_cart_enabled: Patch<bool>,
 }
 
 /// The settings a body sets; `None` leaves a setting as it is, `Some(None)` clears it.
@@ -151,62 +180,72 @@ struct Changes {
     is_cart_enabled: Option<bool>,
 }
 
-fn settings(body: &mut Body<'_>, creating: bool) -> Changes {
-    let name = body.text("name", 191);
-    if creating && !matches!(name, Member::Set(_)) && !body.has_error("name") {
-        body.error("name", "The name field is required.");
-    } else if !creating && matches!(name, Member::Null) {
-        body.error("name", "The name may not be empty.");
+fn settings(rules: &mut Rules, body: CatalogueSettings, creating: bool) -> Changes {
+    let name = rules.text("name", body.name, 191);
+    if creating && !matches!(name, Patch::Set(_)) && !rules.has_error("name") {
+        rules.error("name", "The name field is required.");
+    } else if !creating && matches!(name, Patch::Null) {
+        rules.error("name", "The name may not be empty.");
     }
-    let required_flag = |body: &mut Body<'_>, key: &str| match body.bool(key) {
-        Member::Null => {
-            body.error(key, format!("The {key} field must be true or false."));
+    let required_flag = |rules: &mut Rules, key: &str, value: Patch<bool>| match value {
+        Patch::Null => {
+            rules.error(key, format!("The {key} field must be true or false."));
             None
         }
         other => other.set(),
     };
-    let changes = Changes {
-        name: name.set(),
-        description: body.text("description", 2_000).change(),
-        vertical: body.text("vertical", 64).change(),
-        default_currency: body.currency("default_currency").change(),
-        stock_policy: body.one_of("stock_policy", STOCK_POLICIES).set(),
-        source_of_truth: body.one_of("source_of_truth", SOURCES_OF_TRUTH).set(),
-        allow_backorder: required_flag(body, "allow_backorder"),
-        reservation_ttl_hours: body.int("reservation_ttl_hours", 1, MAX_TTL_HOURS).set().map(|h| h as i32),
-        low_stock_threshold: body.int("low_stock_threshold", 0, i32::MAX.into()).change().map(|t| t.map(|t| t as i32)),
-        is_catalogue_visible: required_flag(body, "is_catalogue_visible"),
-        is_cart_enabled: required_flag(body, "is_cart_enabled"),
-    };
-    for key in ["stock_policy", "source_of_truth", "reservation_ttl_hours"] {
-        if body.is_null(key) {
-            body.error(key, format!("The {key} may not be null."));
+    for (key, null) in [
+        ("stock_policy", matches!(body.stock_policy, Patch::Null)),
+        ("source_of_truth", matches!(body.source_of_truth, Patch::Null)),
+        ("reservation_ttl_hours", matches!(body.reservation_ttl_hours, Patch::Null)),
+    ] {
+        if null {
+            rules.error(key, format!("The {key} may not be null."));
         }
     }
-    changes
+    Changes {
+        name: name.set(),
+        description: rules.text("description", body.description, 2_000).change(),
+        vertical: rules.text("vertical", body.vertical, 64).change(),
+        default_currency: rules.currency("default_currency", body.default_currency).change(),
+        stock_policy: rules.one_of("stock_policy", body.stock_policy, STOCK_POLICIES).set(),
+        source_of_truth: rules.one_of("source_of_truth", body.source_of_truth, SOURCES_OF_TRUTH).set(),
+        allow_backorder: required_flag(rules, "allow_backorder", body.allow_backorder),
+        reservation_ttl_hours: rules
+            .int("reservation_ttl_hours", body.reservation_ttl_hours, 1, MAX_TTL_HOURS)
+            .set()
+            .map(|h| h as i32),
+        low_stock_threshold: rules
+            .int("low_stock_threshold", body.low_stock_threshold, 0, i32::MAX.into())
+            .change()
+            .map(|t| t.map(|t| t as i32)),
+        is_catalogue_visible: required_flag(rules, "is_catalogue_visible", body.is_catalogue_visible),
+        is_cart_enabled: required_flag(rules, "is_cart_enabled", body.is_cart_enabled),
+    }
 }
 
-fn sku_prefix(body: &mut Body<'_>) -> Option<String> {
-    if body.is_blank("sku_prefix") {
-        body.error("sku_prefix", "The sku_prefix must be 1 to 12 letters, digits or '-'.");
+fn sku_prefix(rules: &mut Rules, prefix: Patch<String>) -> Option<String> {
+    if matches!(&prefix, Patch::Set(p) if p.trim().is_empty()) {
+        rules.error("sku_prefix", "The sku_prefix must be 1 to 12 letters, digits or '-'.");
         return None;
     }
-    let prefix = body.text("sku_prefix", 12).set()?;
+    let prefix = rules.text("sku_prefix", prefix, 12).set()?;
     if prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         Some(prefix.to_ascii_uppercase())
     } else {
-        body.error("sku_prefix", "The sku_prefix may contain only letters, digits and '-'.");
+        rules.error("sku_prefix", "The sku_prefix may contain only letters, digits and '-'.");
         None
     }
 }
 
 impl CommerceService {
-    pub async fn create_catalogue(&self, caller: &Caller, body: Value) -> Result<Catalogue, Error> {
+    pub async fn create_catalogue(&self, caller: &Caller, mut body: CatalogueSettings) -> Result<Catalogue, Error> {
         caller.require(Permission::CATALOGUE_MANAGE)?;
-        let mut body = Body::new(object(&body)?);
-        let changes = settings(&mut body, true);
-        let prefix = sku_prefix(&mut body);
-        body.errors.finish()?;
+        let mut rules = Rules::new();
+        let prefix = std::mem::take(&mut body.sku_prefix);
+        let changes = settings(&mut rules, body, true);
+        let prefix = sku_prefix(&mut rules, prefix);
+        rules.finish()?;
         let now = self.clock.now();
         let mut conn = self.conn().await?;
         let row = conn
@@ -237,32 +276,37 @@ impl CommerceService {
     }
 
     /// Any setting but `sku_prefix` (contract: fixed after creation).
-    pub async fn update_catalogue(&self, caller: &Caller, id: i64, body: Value) -> Result<Catalogue, Error> {
+    pub async fn update_catalogue(
+        &self,
+        caller: &Caller,
+        id: CatalogueId,
+        body: CatalogueSettings,
+    ) -> Result<Catalogue, Error> {
         let mut conn = self.conn().await?;
         self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, id).await?;
-        let mut body = Body::new(object(&body)?);
-        if body.has("sku_prefix") {
-            body.error("sku_prefix", "The sku_prefix is fixed once the catalogue exists.");
+        let mut rules = Rules::new();
+        if !body.sku_prefix.is_absent() {
+            rules.error("sku_prefix", "The sku_prefix is fixed once the catalogue exists.");
         }
-        let changes = settings(&mut body, false);
-        body.errors.finish()?;
-        diesel::update(catalogues::table.find(id))
+        let changes = settings(&mut rules, body, false);
+        rules.finish()?;
+        diesel::update(catalogues::table.find(id.0))
             .set((&changes, catalogues::updated_at.eq(self.clock.now())))
             .execute(&mut conn)
             .await?;
         self.catalogue_of(&mut conn, caller, id).await
     }
 
-    pub async fn get_catalogue(&self, caller: &Caller, id: i64) -> Result<Catalogue, Error> {
+    pub async fn get_catalogue(&self, caller: &Caller, id: CatalogueId) -> Result<Catalogue, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
         let mut conn = self.conn().await?;
         self.catalogue_of(&mut conn, caller, id).await
     }
 
-    async fn catalogue_of(&self, conn: &mut store::Conn, caller: &Caller, id: i64) -> Result<Catalogue, Error> {
+    async fn catalogue_of(&self, conn: &mut store::Conn, caller: &Caller, id: CatalogueId) -> Result<Catalogue, Error> {
         let row = crate::service::shop_of(conn, caller.tenant_id, id).await?;
-        let mut counts = counts(conn, &[id]).await?;
-        let (products, orders) = counts.remove(&id).unwrap_or_default();
+        let mut counts = counts(conn, &[id.0]).await?;
+        let (products, orders) = counts.remove(&id.0).unwrap_or_default();
         Ok(Catalogue::of(row, products, orders))
     }
 

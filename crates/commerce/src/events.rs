@@ -8,6 +8,7 @@ use time::macros::datetime;
 
 use crate::orders::{Line, Order, Reservation};
 use crate::products::Product;
+use crate::status::{Hold, OrderStatus};
 use crate::sync::Report;
 
 /// `amount` minor units of `currency` as a number in main units (the deprecated fields' unit).
@@ -89,12 +90,13 @@ fn sample_line(sku: &str, name: &str, quantity: i32, unit: i64, reserved: i32) -
     }
 }
 
-fn sample_order(status: &str, reserved: [i32; 2], hold: &str) -> Order {
+fn sample_order(status: OrderStatus, reserved: [i32; 2]) -> Order {
+    let hold = status.hold();
     Order {
         id: 1042,
         catalogue_id: 7,
         platform: "chat".to_owned(),
-        status: status.to_owned(),
+        status: status.as_str().to_owned(),
         needs_attention: false,
         stock_policy: "svc".to_owned(),
         customer_handle: Some("255712345678".to_owned()),
@@ -109,8 +111,8 @@ fn sample_order(status: &str, reserved: [i32; 2], hold: &str) -> Order {
         conversation_id: Some(5531),
         priced_at: SAMPLE_AT,
         reservation: Reservation {
-            state: hold.to_owned(),
-            expires_at: (hold == "held").then(|| SAMPLE_AT + time::Duration::hours(48)),
+            state: hold.as_str().to_owned(),
+            expires_at: (hold == Hold::Held).then(|| SAMPLE_AT + time::Duration::hours(48)),
         },
         created_at: SAMPLE_AT,
         updated_at: SAMPLE_AT,
@@ -147,9 +149,15 @@ fn sample_product() -> Product {
 pub fn samples() -> Vec<(&'static str, Value)> {
     let report = Report::sample();
     vec![
-        ("order.received", order_payload(&sample_order("pending", [2, 1], "held"), None)),
-        ("order.status_changed", order_payload(&sample_order("confirmed", [2, 1], "committed"), Some("pending"))),
-        ("order.cancelled", order_payload(&sample_order("cancelled", [0, 0], "released"), Some("pending"))),
+        ("order.received", order_payload(&sample_order(OrderStatus::Pending, [2, 1]), None)),
+        (
+            "order.status_changed",
+            order_payload(&sample_order(OrderStatus::Confirmed, [2, 1]), Some(OrderStatus::Pending.as_str())),
+        ),
+        (
+            "order.cancelled",
+            order_payload(&sample_order(OrderStatus::Cancelled, [0, 0]), Some(OrderStatus::Pending.as_str())),
+        ),
         ("sync.completed", sync_completed(&report)),
         ("stock.low", stock_low(7, &sample_product(), 5)),
     ]
@@ -168,7 +176,7 @@ mod tests {
 
     #[test]
     fn order_payloads_carry_the_order_and_the_deprecated_duplicates() {
-        let payload = order_payload(&sample_order("confirmed", [2, 1], "committed"), Some("pending"));
+        let payload = order_payload(&sample_order(OrderStatus::Confirmed, [2, 1]), Some("pending"));
         assert_eq!(payload["previous_status"], "pending");
         assert_eq!(payload["order"]["stock_policy"], "svc");
         assert_eq!(payload["order_id"], 1042);
@@ -180,7 +188,7 @@ mod tests {
                 "product_retailer_id": "DUKA-00012", "quantity": 2, "item_price": 18_000, "currency": "TZS"
             })
         );
-        assert!(order_payload(&sample_order("pending", [2, 1], "held"), None).get("previous_status").is_none());
+        assert!(order_payload(&sample_order(OrderStatus::Pending, [2, 1]), None).get("previous_status").is_none());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 mod intake;
 mod status;
 
-pub use intake::{NewLine, NewOrder};
+pub use intake::{IntakeLine, NewLine, NewOrder, OrderIntake};
 pub use status::{ExpireHold, OrderFilter, StatusChange};
 
 use diesel::prelude::*;
@@ -15,11 +15,12 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::OrderId;
 use crate::schema::{order_lines, orders};
+use crate::status::{Hold, OrderStatus};
 
 /// Lists are 25 a page.
 pub const PER_PAGE: i64 = 25;
-pub const STATUSES: &[&str] = &["pending", "confirmed", "processing", "shipped", "delivered", "cancelled", "refunded"];
 pub const PLATFORMS: &[&str] = &["chat", "storefront", "ivr", "manual"];
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -29,9 +30,9 @@ pub(crate) struct Row {
     pub tenant_id: i64,
     pub catalogue_id: i64,
     pub platform: String,
-    pub status: String,
+    pub status: OrderStatus,
     pub stock_policy: String,
-    pub hold: String,
+    pub hold: Hold,
     pub hold_expires_at: Option<OffsetDateTime>,
     pub reservation_ttl_hours: i32,
     pub allow_backorder: bool,
@@ -139,7 +140,7 @@ impl Order {
             id: row.id,
             catalogue_id: row.catalogue_id,
             platform: row.platform,
-            status: row.status,
+            status: row.status.as_str().to_owned(),
             needs_attention: lines.iter().any(|l| l.stock_short || l.unresolved),
             stock_policy: row.stock_policy,
             customer_chat_id: row.customer_handle.clone(),
@@ -151,8 +152,8 @@ impl Order {
             conversation_id: row.conversation_id,
             priced_at: row.priced_at,
             reservation: Reservation {
-                expires_at: (row.hold == "held").then_some(row.hold_expires_at).flatten(),
-                state: row.hold,
+                expires_at: (row.hold == Hold::Held).then_some(row.hold_expires_at).flatten(),
+                state: row.hold.as_str().to_owned(),
             },
             created_at: row.created_at,
             updated_at: row.updated_at,
@@ -176,8 +177,8 @@ pub(crate) async fn view(conn: &mut store::Conn, row: Row) -> Result<Order, Erro
 }
 
 /// The order `id` of `tenant`, locked when `lock`.
-pub(crate) async fn row_of(conn: &mut store::Conn, tenant: i64, id: i64, lock: bool) -> Result<Row, Error> {
-    let query = orders::table.filter(orders::id.eq(id).and(orders::tenant_id.eq(tenant))).select(Row::as_select());
+pub(crate) async fn row_of(conn: &mut store::Conn, tenant: i64, id: OrderId, lock: bool) -> Result<Row, Error> {
+    let query = orders::table.filter(orders::id.eq(id.0).and(orders::tenant_id.eq(tenant))).select(Row::as_select());
     let row = if lock { query.for_update().first(conn).await } else { query.first(conn).await };
     row.optional()?.ok_or_else(|| Error::not_found("Order"))
 }

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use kernel::{Caller, Clock, Error, Permission, TenantId};
 
+use crate::CatalogueId;
 use crate::catalogues::Row;
 use crate::schema::catalogues;
 
@@ -32,7 +33,7 @@ impl CommerceService {
         conn: &mut store::Conn,
         caller: &Caller,
         permission: Permission,
-        id: i64,
+        id: CatalogueId,
     ) -> Result<Row, Error> {
         caller.require(permission)?;
         shop_of(conn, caller.tenant_id, id).await
@@ -45,9 +46,9 @@ impl CommerceService {
     }
 }
 
-pub(crate) async fn shop_of(conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<Row, Error> {
+pub(crate) async fn shop_of(conn: &mut store::Conn, tenant: TenantId, id: CatalogueId) -> Result<Row, Error> {
     catalogues::table
-        .filter(catalogues::id.eq(id).and(catalogues::tenant_id.eq(tenant.0)))
+        .filter(catalogues::id.eq(id.0).and(catalogues::tenant_id.eq(tenant.0)))
         .select(Row::as_select())
         .first(conn)
         .await

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Date, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Page, PageRequest, Permission};
+use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
-use crate::fields::{Body, object};
 use crate::products::{self, ProductRef, derived_availability};
+use crate::rules::{Rules, Whole, sent};
 use crate::schema::{products as p, stock_movements as m};
 use crate::service::CommerceService;
 
@@ -63,18 +63,22 @@ pub struct MovementView {
     pub available: Option<i32>,
 }
 
-/// `POST /catalogues/{catalogue}/inventory` (documentation).
+/// `POST /catalogues/{catalogue}/inventory`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelsPush {
-    /// 1 to 5,000 absolute on-hand counts.
+    /// 1 to 5,000 absolute on-hand counts; the last row for a code wins.
     pub levels: Vec<LevelPush>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelPush {
-    /// `retailer_id` is accepted too.
-    pub sku: String,
-    pub inventory: i32,
+    /// The product's code (required; `retailer_id` is accepted instead).
+    pub sku: Option<String>,
+    /// Alias of `sku`, read when that is not sent.
+    pub retailer_id: Option<String>,
+    /// 0 or more units on hand.
+    #[schema(inline)]
+    pub inventory: Whole,
 }
 
 /// What an inventory push did.
@@ -335,10 +339,15 @@ const LEVEL_COLUMNS: (p::id, p::sku, p::inventory, p::reserved, p::availability)
 
 impl CommerceService {
     /// Absolute on-hand counts for up to 5,000 codes.
-    pub async fn push_levels(&self, caller: &Caller, catalogue: i64, body: Value) -> Result<Pushed, Error> {
+    pub async fn push_levels(
+        &self,
+        caller: &Caller,
+        catalogue: CatalogueId,
+        body: LevelsPush,
+    ) -> Result<Pushed, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
-        let levels = parse_levels(&body)?;
+        let levels = check_levels(&body)?;
         let received = levels.len();
         // the last row for a code wins
         let mut wanted: HashMap<String, i32> = HashMap::new();
@@ -397,7 +406,7 @@ impl CommerceService {
     pub async fn levels(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         filter: &LevelFilter,
         page: PageRequest,
     ) -> Result<Page<Level>, Error> {
@@ -428,7 +437,7 @@ impl CommerceService {
     pub async fn movements(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         product: &ProductRef,
         page: PageRequest,
     ) -> Result<Page<MovementView>, Error> {
@@ -453,15 +462,15 @@ impl CommerceService {
 }
 
 /// The push's rows, or one 422 naming every bad one (`levels.3.inventory`).
-fn parse_levels(body: &Value) -> Result<Vec<(String, i32)>, Error> {
-    let mut body = Body::new(object(body)?);
-    let levels = body.rows("levels", MAX_LEVELS, |row| {
-        let sku = row.sku();
-        let sku = row.required("sku", sku);
-        let count = row.int("inventory", 0, i32::MAX.into());
-        let count = row.required("inventory", count);
+fn check_levels(body: &LevelsPush) -> Result<Vec<(String, i32)>, Error> {
+    let mut rules = Rules::new();
+    let levels = rules.rows("levels", &body.levels, MAX_LEVELS, |rules, row| {
+        let sku = rules.sku(sent(row.sku.clone()), sent(row.retailer_id.clone()));
+        let sku = rules.required("sku", sku);
+        let count = rules.int("inventory", Patch::Set(row.inventory), 0, i32::MAX.into());
+        let count = rules.required("inventory", count);
         Some((sku?, count? as i32))
     });
-    body.errors.finish()?;
+    rules.finish()?;
     Ok(levels)
 }

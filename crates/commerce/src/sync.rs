@@ -16,10 +16,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use crate::catalogues::Row as Shop;
-use crate::fields::object;
-use crate::products::{Cause, Change, Input, Loaded, default_currency, load_drafts, write};
+use crate::products::{Cause, Change, Input, Loaded, ProductBody, default_currency, load_drafts, write};
 use crate::schema::{catalogue_syncs as s, catalogues};
 use crate::service::CommerceService;
+use crate::status::{SyncEvent, SyncStatus};
+use crate::{CatalogueId, SyncId};
 
 /// Products in one batch (contract: Limits).
 pub const MAX_PRODUCTS: usize = 5_000;
@@ -45,7 +46,7 @@ struct Row {
     catalogue_id: i64,
     kind: String,
     mode: String,
-    status: String,
+    status: SyncStatus,
     received: i32,
     created: i32,
     updated: i32,
@@ -107,7 +108,7 @@ impl Report {
             catalogue_id: 7,
             kind: "batch".to_owned(),
             mode: "upsert".to_owned(),
-            status: "completed".to_owned(),
+            status: SyncStatus::Completed.as_str().to_owned(),
             received: 120,
             created: 8,
             updated: 101,
@@ -131,7 +132,7 @@ impl Report {
             catalogue_id: row.catalogue_id,
             kind: row.kind,
             mode: row.mode,
-            status: row.status,
+            status: row.status.as_str().to_owned(),
             received: row.received,
             created: row.created,
             updated: row.updated,
@@ -150,20 +151,41 @@ impl Report {
     }
 }
 
-/// `POST /catalogues/{catalogue}/products/batch` (documentation).
+/// `POST /catalogues/{catalogue}/products/batch`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Batch {
-    /// `upsert` (default) or `replace`.
-    pub mode: Option<String>,
-    /// 1 to 5,000 product bodies; `name` and `price` needed for new ones.
-    #[schema(value_type = Vec<Object>)]
+    /// `upsert` (default) or `replace` (the shop's products left out are retired).
+    pub mode: Option<SyncMode>,
+    /// 1 to 5,000 product bodies; `name` and `price` needed for new ones. Each row is read when
+    /// the run works it: a bad row is rejected in the report, the others land.
+    #[schema(value_type = Vec<ProductBody>)]
     pub products: Vec<Value>,
+}
+
+/// How a batch treats the shop's products it leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// Left alone.
+    #[default]
+    Upsert,
+    /// Retired.
+    Replace,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Upsert => "upsert",
+            Self::Replace => "replace",
+        }
+    }
 }
 
 /// Works one sync run.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunSync {
-    pub sync_id: i64,
+    pub sync_id: SyncId,
 }
 
 impl Job for RunSync {
@@ -189,9 +211,9 @@ impl CommerceService {
     pub async fn accept_batch(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         key: Option<Key>,
-        body: Value,
+        body: Batch,
     ) -> Result<Answer<Report>, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
@@ -209,11 +231,11 @@ impl CommerceService {
         Ok(Answer::Replay(serde_json::to_value(owner).map_err(Error::internal)?))
     }
 
-    pub async fn get_sync(&self, caller: &Caller, catalogue: i64, sync: i64) -> Result<Report, Error> {
+    pub async fn get_sync(&self, caller: &Caller, catalogue: CatalogueId, sync: SyncId) -> Result<Report, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let row: Row = s::table
-            .filter(s::id.eq(sync).and(s::catalogue_id.eq(shop.id)))
+            .filter(s::id.eq(sync.0).and(s::catalogue_id.eq(shop.id)))
             .select(Row::as_select())
             .first(&mut conn)
             .await
@@ -223,7 +245,12 @@ impl CommerceService {
     }
 
     /// Past runs, newest first, without their problems.
-    pub async fn list_syncs(&self, caller: &Caller, catalogue: i64, page: PageRequest) -> Result<Page<Report>, Error> {
+    pub async fn list_syncs(
+        &self,
+        caller: &Caller,
+        catalogue: CatalogueId,
+        page: PageRequest,
+    ) -> Result<Page<Report>, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let total: i64 = s::table.filter(s::catalogue_id.eq(shop.id)).count().get_result(&mut conn).await?;
@@ -240,23 +267,24 @@ impl CommerceService {
 
     /// Works a run in one transaction; a run already finished is left alone (jobs run at least
     /// once).
-    pub async fn run_sync(&self, sync: i64) -> Result<(), Error> {
+    pub async fn run_sync(&self, sync: SyncId) -> Result<(), Error> {
         let mut conn = self.conn().await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let Some((catalogue, mode, status, payload)) = s::table
-                .find(sync)
+                .find(sync.0)
                 .select((s::catalogue_id, s::mode, s::status, s::payload))
                 .for_update()
-                .first::<(i64, String, String, Option<Value>)>(conn)
+                .first::<(i64, String, SyncStatus, Option<Value>)>(conn)
                 .await
                 .optional()?
             else {
                 return Ok(());
             };
-            if status == "completed" || status == "failed" {
+            let Ok(done) = status.apply(SyncEvent::Complete) else {
+                // over already: jobs run at least once
                 return Ok(());
-            }
+            };
             // one run at a time per shop: a second waits here, then sees what the first made
             let shop: Shop =
                 catalogues::table.find(catalogue).select(Shop::as_select()).for_update().first(conn).await?;
@@ -264,11 +292,12 @@ impl CommerceService {
                 Some(Value::Array(rows)) => rows,
                 _ => Vec::new(),
             };
-            let outcome = ingest(conn, &shop, sync, &rows, mode == "replace", now).await?;
+            let replace = mode == SyncMode::Replace.as_str();
+            let outcome = ingest(conn, &shop, sync, &rows, replace, now).await?;
             let (problems, truncated) = outcome.problems_kept();
-            let row: Row = diesel::update(s::table.find(sync))
+            let row: Row = diesel::update(s::table.find(sync.0))
                 .set((
-                    s::status.eq("completed"),
+                    s::status.eq(done),
                     s::payload.eq(None::<Value>),
                     s::created.eq(outcome.created),
                     s::updated.eq(outcome.updated),
@@ -293,12 +322,14 @@ impl CommerceService {
     }
 
     /// Marks a run that could not be worked as failed, and says so.
-    pub async fn fail_sync(&self, sync: i64, why: &str) -> Result<(), Error> {
+    pub async fn fail_sync(&self, sync: SyncId, why: &str) -> Result<(), Error> {
         let mut conn = self.conn().await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
-            let row: Option<Row> = diesel::update(s::table.find(sync).filter(s::status.eq_any(["queued", "running"])))
-                .set((s::status.eq("failed"), s::payload.eq(None::<Value>), s::failure.eq(why), s::finished_at.eq(now)))
+            let fail = SyncEvent::Fail;
+            let failed = SyncStatus::Queued.apply(fail).map_err(Error::internal)?;
+            let row: Option<Row> = diesel::update(s::table.find(sync.0).filter(s::status.eq_any(fail.sources())))
+                .set((s::status.eq(failed), s::payload.eq(None::<Value>), s::failure.eq(why), s::finished_at.eq(now)))
                 .returning(Row::as_returning())
                 .get_result(conn)
                 .await
@@ -312,28 +343,19 @@ impl CommerceService {
 }
 
 /// Checks a batch and queues its run.
-async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Value, now: OffsetDateTime) -> Result<Report, Error> {
-    let body = object(body)?;
-    let mode = match body.get("mode") {
-        None | Some(Value::Null) => "upsert",
-        Some(Value::String(m)) if m == "upsert" => "upsert",
-        Some(Value::String(m)) if m == "replace" => "replace",
-        Some(_) => return Err(Error::field("mode", "The mode must be upsert or replace.")),
-    };
-    let products = match body.get("products") {
-        Some(Value::Array(rows)) if !rows.is_empty() && rows.len() <= MAX_PRODUCTS => rows,
-        Some(Value::Array(_)) => {
-            return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
-        }
-        _ => return Err(Error::field("products", "The products field is required and must be a list.")),
-    };
+async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Batch, now: OffsetDateTime) -> Result<Report, Error> {
+    let mode = body.mode.unwrap_or_default();
+    let products = &body.products;
+    if products.is_empty() || products.len() > MAX_PRODUCTS {
+        return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
+    }
     conn.transaction::<_, Error, _>(async |conn| {
         let row: Row = diesel::insert_into(s::table)
             .values((
                 s::tenant_id.eq(shop.tenant_id),
                 s::catalogue_id.eq(shop.id),
-                s::mode.eq(mode),
-                s::status.eq("queued"),
+                s::mode.eq(mode.as_str()),
+                s::status.eq(SyncStatus::Queued),
                 s::payload.eq(Value::Array(products.clone())),
                 s::received.eq(products.len() as i32),
                 s::created_at.eq(now),
@@ -342,7 +364,7 @@ async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Value, now: OffsetDa
             .get_result(conn)
             .await?;
         let options = Enqueue { tenant_id: Some(TenantId(shop.tenant_id)), ..Enqueue::default() };
-        store::jobs::enqueue(conn, &RunSync { sync_id: row.id }, options).await?;
+        store::jobs::enqueue(conn, &RunSync { sync_id: SyncId(row.id) }, options).await?;
         Ok(Report::of(row, true))
     })
     .await
@@ -382,7 +404,7 @@ impl Outcome {
 async fn ingest(
     conn: &mut store::Conn,
     shop: &Shop,
-    sync: i64,
+    sync: SyncId,
     rows: &[Value],
     replace: bool,
     now: OffsetDateTime,
@@ -409,7 +431,7 @@ async fn ingest(
         if let Some(sku) = &sent_sku {
             present.insert(sku.trim().to_owned());
         }
-        let input = match Input::read_object(object) {
+        let input = match Input::read_row(row) {
             Ok(input) => input,
             Err(reason) => {
                 outcome.reject(sent_sku, reason);
@@ -484,7 +506,7 @@ async fn ingest(
         changes[index].draft.sku = code;
     }
     let cause = format!("sync {sync}");
-    write(conn, shop, &changes, Cause { kind: "sync", cause: &cause, sync_id: Some(sync) }, now).await?;
+    write(conn, shop, &changes, Cause { kind: "sync", cause: &cause, sync_id: Some(sync.0) }, now).await?;
     if replace {
         outcome.retired = retire_absent(conn, shop, &present, now).await?;
     }

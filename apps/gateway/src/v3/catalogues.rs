@@ -4,28 +4,28 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use commerce::catalogues::{self, Catalogue, CatalogueSettings};
-use commerce::products::{self as product_list, Product, ProductRef};
+use commerce::products::{self as product_list, Product, ProductBody, ProductRef};
 use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
 use commerce::sync::{Batch, Report};
+use commerce::{CatalogueId, SyncId};
 use kernel::page::PageQuery;
 use kernel::parse_id;
 use kernel::{Page, PageRequest};
-use serde_json::Value;
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, Auth, Json, created, idempotency, ok};
 
-fn shop(raw: &str) -> Result<i64, ApiError> {
+fn shop(raw: &str) -> Result<CatalogueId, ApiError> {
     Ok(parse_id(raw, "Catalogue")?)
 }
 
-fn by_sku(path: &(String, String)) -> Result<(i64, ProductRef), ApiError> {
+fn by_sku(path: &(String, String)) -> Result<(CatalogueId, ProductRef), ApiError> {
     Ok((shop(&path.0)?, ProductRef::Sku(path.1.clone())))
 }
 
-fn by_id(path: &(String, String)) -> Result<(i64, ProductRef), ApiError> {
+fn by_id(path: &(String, String)) -> Result<(CatalogueId, ProductRef), ApiError> {
     Ok((shop(&path.0)?, ProductRef::Id(parse_id(&path.1, "Product")?)))
 }
 
@@ -45,7 +45,11 @@ pub async fn list(
 #[utoipa::path(post, path = "/api/v3/catalogues", tag = "Commerce", request_body = CatalogueSettings,
     responses((status = 201, body = Success<Catalogue>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
-pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<Value>) -> Result<HttpResponse, ApiError> {
+pub async fn create(
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: Json<CatalogueSettings>,
+) -> Result<HttpResponse, ApiError> {
     Ok(created(state.commerce.create_catalogue(&auth.0, body.0).await?))
 }
 
@@ -67,7 +71,7 @@ pub async fn update(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<CatalogueSettings>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0).await?))
 }
@@ -90,8 +94,8 @@ pub async fn products(
 async fn put(
     state: &AppState,
     auth: &Auth,
-    (shop, product): (i64, ProductRef),
-    body: Value,
+    (shop, product): (CatalogueId, ProductRef),
+    body: ProductBody,
 ) -> Result<HttpResponse, ApiError> {
     let put = state.commerce.put_product(&auth.0, shop, &product, body).await?;
     let status = if put.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -100,7 +104,7 @@ async fn put(
 
 /// Create the product when the code is new, else change only the fields sent.
 #[utoipa::path(put, path = "/api/v3/catalogues/{catalogue}/products/by-sku/{sku}", tag = "Commerce",
-    params(("catalogue" = i64, Path), ("sku" = String, Path)), request_body = Object,
+    params(("catalogue" = i64, Path), ("sku" = String, Path)), request_body = ProductBody,
     responses((status = 201, body = Success<Product>, description = "created"), (status = 200, body = Success<Product>),
         (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "sku taken or frozen"),
         (status = 422, body = ErrorEnvelope), Refusals),
@@ -109,14 +113,14 @@ pub async fn put_by_sku(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Value>,
+    body: Json<ProductBody>,
 ) -> Result<HttpResponse, ApiError> {
     put(&state, &auth, by_sku(&path)?, body.0).await
 }
 
 /// Change only the fields sent of an existing product.
 #[utoipa::path(put, path = "/api/v3/catalogues/{catalogue}/products/{product}", tag = "Commerce",
-    params(("catalogue" = i64, Path), ("product" = i64, Path)), request_body = Object,
+    params(("catalogue" = i64, Path), ("product" = i64, Path)), request_body = ProductBody,
     responses((status = 200, body = Success<Product>), (status = 404, body = ErrorEnvelope),
         (status = 409, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
@@ -124,7 +128,7 @@ pub async fn put_by_id(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Value>,
+    body: Json<ProductBody>,
 ) -> Result<HttpResponse, ApiError> {
     put(&state, &auth, by_id(&path)?, body.0).await
 }
@@ -188,7 +192,7 @@ pub async fn delete_by_id(
 async fn movements(
     state: &AppState,
     auth: &Auth,
-    (shop, product): (i64, ProductRef),
+    (shop, product): (CatalogueId, ProductRef),
     page: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::parse(page, stock::MOVEMENTS_PER_PAGE)?;
@@ -237,7 +241,7 @@ pub async fn batch(
     state: web::Data<AppState>,
     request: HttpRequest,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<Batch>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
     let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0).await?;
@@ -269,7 +273,7 @@ pub async fn sync(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let sync = parse_id(&path.1, "Sync")?;
+    let sync: SyncId = parse_id(&path.1, "Sync")?;
     Ok(ok(state.commerce.get_sync(&auth.0, shop(&path.0)?, sync).await?))
 }
 
@@ -283,7 +287,7 @@ pub async fn push_inventory(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<LevelsPush>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0).await?))
 }

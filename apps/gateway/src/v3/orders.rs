@@ -3,12 +3,11 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use commerce::Order;
 use commerce::orders::{NewOrder, OrderFilter, StatusChange};
+use commerce::{CatalogueId, Order, OrderId};
 use kernel::page::PageQuery;
 use kernel::parse_id;
 use kernel::{Page, PageRequest};
-use serde_json::Value;
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
@@ -27,10 +26,11 @@ pub async fn create(
     state: web::Data<AppState>,
     request: HttpRequest,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<NewOrder>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
-    let order = state.commerce.create_order(&auth.0, parse_id(&path, "Catalogue")?, body.0, key).await?;
+    let catalogue: CatalogueId = parse_id(&path, "Catalogue")?;
+    let order = state.commerce.create_order(&auth.0, catalogue, body.0, key).await?;
     Ok(idempotency::answer(StatusCode::CREATED, order))
 }
 
@@ -53,7 +53,8 @@ pub async fn list(
     responses((status = 200, body = Success<Order>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.get_order(&auth.0, parse_id(&path, "Order")?).await?))
+    let order: OrderId = parse_id(&path, "Order")?;
+    Ok(ok(state.commerce.get_order(&auth.0, order).await?))
 }
 
 /// Any status from any status, with its stock effects; `refunded` moves no money.
@@ -66,7 +67,8 @@ pub async fn set_status(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Value>,
+    body: Json<StatusChange>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.set_order_status(&auth.0, parse_id(&path, "Order")?, body.0).await?))
+    let order: OrderId = parse_id(&path, "Order")?;
+    Ok(ok(state.commerce.set_order_status(&auth.0, order, body.0).await?))
 }

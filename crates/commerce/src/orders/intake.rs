@@ -6,43 +6,68 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::Patch;
 use kernel::{Caller, Error, Permission, TenantId};
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::Enqueue;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
+use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
-use crate::fields::{Body, Member, object};
+use crate::rules::{Rules, Whole, sent};
 use crate::schema::{orders, products};
 use crate::service::{CommerceService, shop_of};
+use crate::status::{Hold, OrderStatus};
 use crate::stock::{self, Figures, OrderCause};
 
 /// Lines in one order.
 pub const MAX_LINES: usize = 100;
 const MAX_QUANTITY: i64 = 100_000;
 
-/// An order as a platform hands it over.
+/// `POST /catalogues/{catalogue}/orders`: a manual or storefront order as the API takes it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewOrder {
-    /// `manual` (default) or `storefront` through the API; `chat` and `ivr` from their integrations.
+    /// `manual` (default) or `storefront` through the API; `chat` and `ivr` come from their
+    /// integrations.
     pub platform: Option<String>,
-    /// `customer_chat_id` is accepted too.
+    /// The customer's handle (a phone number or chat id), up to 191 characters.
     pub customer_handle: Option<String>,
+    /// Alias of `customer_handle`, read when that is not sent.
+    pub customer_chat_id: Option<String>,
     pub customer_name: Option<String>,
-    #[serde(skip)]
-    pub conversation_id: Option<i64>,
     /// 1 to 100 lines.
     pub lines: Vec<NewLine>,
 }
 
+/// One line of a `NewOrder`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewLine {
-    pub sku: String,
+    /// The product's code (required; `retailer_id` is accepted instead).
+    pub sku: Option<String>,
+    /// Alias of `sku`, read when that is not sent.
+    pub retailer_id: Option<String>,
     /// 1 to 100,000.
+    #[schema(inline)]
+    pub quantity: Whole,
+}
+
+/// An order as a platform hands it over, checked: what the intake takes.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderIntake {
+    /// `manual`, `storefront`, `chat` or `ivr`.
+    pub platform: String,
+    pub customer_handle: Option<String>,
+    pub customer_name: Option<String>,
+    pub conversation_id: Option<i64>,
+    pub lines: Vec<IntakeLine>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IntakeLine {
+    pub sku: String,
     pub quantity: i32,
 }
 
@@ -63,24 +88,24 @@ impl CommerceService {
     pub async fn create_order(
         &self,
         caller: &Caller,
-        catalogue: i64,
-        body: Value,
+        catalogue: CatalogueId,
+        body: NewOrder,
         key: Option<Key>,
     ) -> Result<Answer<Order>, Error> {
         caller.require(Permission::CATALOGUE_MANAGE)?;
-        let order = parse(&body)?;
+        let order = check(body)?;
         let mut conn = self.conn().await?;
         // the caller is authorized, and the shop theirs, before any stored answer is shown
         let shop = shop_of(&mut conn, caller.tenant_id, catalogue).await?;
         let request =
-            key.map(|key| Request::new(caller, &format!("commerce.orders:{catalogue}"), key, &body)).transpose()?;
+            key.map(|key| Request::new(caller, &format!("commerce.orders:{catalogue}"), key, &order)).transpose()?;
         let now = self.clock.now();
         idempotency::once(&mut conn, now, request, async |conn| take(conn, &shop, &order, now).await).await
     }
 
     /// Takes an order from any platform: prices and freezes the lines, holds stock, emits
     /// `order.received`, and schedules the hold's expiry.
-    pub async fn intake(&self, tenant: TenantId, catalogue: i64, order: NewOrder) -> Result<Order, Error> {
+    pub async fn intake(&self, tenant: TenantId, catalogue: CatalogueId, order: OrderIntake) -> Result<Order, Error> {
         let mut conn = self.conn().await?;
         let shop = shop_of(&mut conn, tenant, catalogue).await?;
         take(&mut conn, &shop, &order, self.clock.now()).await
@@ -88,7 +113,7 @@ impl CommerceService {
 }
 
 /// The intake's one transaction.
-async fn take(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {
+async fn take(conn: &mut store::Conn, shop: &Shop, order: &OrderIntake, now: OffsetDateTime) -> Result<Order, Error> {
     conn.transaction::<_, Error, _>(async |conn| {
         let created = create(conn, shop, order, now).await?;
         crate::events::order_event(conn, TenantId(shop.tenant_id), &created, "order.received", None, now).await?;
@@ -97,7 +122,7 @@ async fn take(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offset
     .await
 }
 
-async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: OffsetDateTime) -> Result<Order, Error> {
+async fn create(conn: &mut store::Conn, shop: &Shop, order: &OrderIntake, now: OffsetDateTime) -> Result<Order, Error> {
     let skus: Vec<&str> = order.lines.iter().map(|l| l.sku.as_str()).collect();
     // the prices, and the stock under row locks taken in id order (as every stock writer does);
     // a query of the DSL, so its prepared statement is cached (this is the hottest read)
@@ -166,10 +191,10 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
         .values((
             orders::tenant_id.eq(shop.tenant_id),
             orders::catalogue_id.eq(shop.id),
-            orders::platform.eq(order.platform.as_deref().unwrap_or("manual")),
-            orders::status.eq("pending"),
+            orders::platform.eq(&order.platform),
+            orders::status.eq(OrderStatus::Pending),
             orders::stock_policy.eq(&shop.stock_policy),
-            orders::hold.eq("held"),
+            orders::hold.eq(Hold::Held),
             orders::hold_expires_at.eq(expires),
             orders::reservation_ttl_hours.eq(shop.reservation_ttl_hours),
             orders::allow_backorder.eq(shop.allow_backorder),
@@ -200,7 +225,7 @@ async fn create(conn: &mut store::Conn, shop: &Shop, order: &NewOrder, now: Offs
 
 pub(crate) async fn schedule_expiry(conn: &mut store::Conn, row: &Row, at: OffsetDateTime) -> Result<(), Error> {
     let options = Enqueue { tenant_id: Some(TenantId(row.tenant_id)), run_at: Some(at), ..Enqueue::default() };
-    store::jobs::enqueue(conn, &ExpireHold { order_id: row.id }, options).await?;
+    store::jobs::enqueue(conn, &ExpireHold { order_id: crate::OrderId(row.id) }, options).await?;
     Ok(())
 }
 
@@ -229,29 +254,29 @@ async fn insert_lines(conn: &mut store::Conn, tenant: i64, order: i64, lines: &[
     Ok(())
 }
 
-/// The REST body, checked: manual or storefront, up to 100 lines of 1 to 100,000 units.
-fn parse(body: &Value) -> Result<NewOrder, Error> {
-    let mut body = Body::new(object(body)?);
-    let platform = body.one_of("platform", &["manual", "storefront", "chat", "ivr"]);
-    if let Member::Set(other @ ("chat" | "ivr")) = platform {
-        body.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
+/// The REST body, checked: manual or storefront, up to 100 lines of 1 to 100,000 units; every
+/// problem at once.
+fn check(body: NewOrder) -> Result<OrderIntake, Error> {
+    let mut rules = Rules::new();
+    let platform = rules.one_of("platform", sent(body.platform), &["manual", "storefront", "chat", "ivr"]);
+    if let Patch::Set(other @ ("chat" | "ivr")) = platform {
+        rules.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
     }
-    let handle = if body.has("customer_handle") {
-        body.text("customer_handle", 191)
-    } else {
-        body.text("customer_chat_id", 191)
+    let handle = match body.customer_handle {
+        Some(handle) => rules.text("customer_handle", Patch::Set(handle), 191),
+        None => rules.text("customer_chat_id", sent(body.customer_chat_id), 191),
     };
-    let name = body.text("customer_name", 191);
-    let lines = body.rows("lines", MAX_LINES, |line| {
-        let sku = line.sku();
-        let sku = line.required("sku", sku);
-        let quantity = line.int("quantity", 1, MAX_QUANTITY);
-        let quantity = line.required("quantity", quantity);
-        Some(NewLine { sku: sku?, quantity: quantity? as i32 })
+    let name = rules.text("customer_name", sent(body.customer_name), 191);
+    let lines = rules.rows("lines", &body.lines, MAX_LINES, |rules, line| {
+        let sku = rules.sku(sent(line.sku.clone()), sent(line.retailer_id.clone()));
+        let sku = rules.required("sku", sku);
+        let quantity = rules.int("quantity", Patch::Set(line.quantity), 1, MAX_QUANTITY);
+        let quantity = rules.required("quantity", quantity);
+        Some(IntakeLine { sku: sku?, quantity: quantity? as i32 })
     });
-    body.errors.finish()?;
-    Ok(NewOrder {
-        platform: Some(platform.set().unwrap_or("manual").to_owned()),
+    rules.finish()?;
+    Ok(OrderIntake {
+        platform: platform.set().unwrap_or("manual").to_owned(),
         customer_handle: handle.set(),
         customer_name: name.set(),
         conversation_id: None,

@@ -7,25 +7,27 @@ use std::sync::Arc;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Page, PageRequest, Permission};
+use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use store::jobs::{Job, JobContext, JobError};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 
 use super::intake::schedule_expiry;
-use super::{LineRow, Order, PLATFORMS, Row, STATUSES, allocate, held_by_product, lines_of, row_of, view, wanted};
-use crate::fields::{Body, Member, object};
+use super::{LineRow, Order, PLATFORMS, Row, allocate, held_by_product, lines_of, row_of, view, wanted};
+use crate::rules::Rules;
 use crate::schema::{order_lines, orders};
 use crate::service::{CommerceService, shop_of};
+use crate::status::{Hold, OrderEvent, OrderStatus, StockStep};
 use crate::stock::{self, OrderCause};
+use crate::{CatalogueId, OrderId};
 
 /// `PUT /catalogues/orders/{order}/status`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct StatusChange {
-    /// Any order status.
+    /// Any order status: `pending`, `confirmed`, `processing`, `shipped`, `delivered`,
+    /// `cancelled` or `refunded` (read without case).
     pub status: String,
 }
 
@@ -40,18 +42,8 @@ pub struct OrderFilter {
     pub updated_since: Option<String>,
 }
 
-/// What an order does to stock in a status: pending holds, the next four commit, the last two
-/// release.
-fn hold_for(status: &str) -> &'static str {
-    match status {
-        "pending" => "held",
-        "cancelled" | "refunded" => "released",
-        _ => "committed",
-    }
-}
-
 impl CommerceService {
-    pub async fn get_order(&self, caller: &Caller, id: i64) -> Result<Order, Error> {
+    pub async fn get_order(&self, caller: &Caller, id: OrderId) -> Result<Order, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
         let mut conn = self.conn().await?;
         let row = row_of(&mut conn, caller.tenant_id.0, id, false).await?;
@@ -59,37 +51,35 @@ impl CommerceService {
     }
 
     /// Any status from any status; the same one again changes nothing.
-    pub async fn set_order_status(&self, caller: &Caller, id: i64, body: Value) -> Result<Order, Error> {
+    pub async fn set_order_status(&self, caller: &Caller, id: OrderId, body: StatusChange) -> Result<Order, Error> {
         caller.require(Permission::CATALOGUE_MANAGE)?;
-        let object = object(&body)?;
-        let mut body = Body::new(object);
-        let Member::Set(status) = body.one_of("status", STATUSES) else {
-            if !body.has_error("status") {
-                body.error("status", "The status field is required.");
-            }
-            return Err(Error::fields(body.errors.into_map()));
+        let mut rules = Rules::new();
+        let names = OrderStatus::names();
+        let sent = rules.one_of("status", Patch::Set(body.status), &names);
+        let Some(wanted) = rules.required("status", sent).and_then(OrderStatus::parse) else {
+            return Err(Error::fields(rules.errors.into_map()));
         };
         let mut conn = self.conn().await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let row = row_of(conn, caller.tenant_id.0, id, true).await?;
+            let status = row.status.apply(OrderEvent::Set(wanted)).map_err(Error::internal)?;
             if row.status == status {
                 return view(conn, row).await;
             }
-            let previous = row.status.clone();
+            let previous = row.status;
             let cause = format!("order {} {status}", row.id);
-            let row = move_hold(conn, row, hold_for(status), &cause, now).await?;
+            let row = move_hold(conn, row, status.hold(), &cause, now).await?;
             let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
                 .set((orders::status.eq(status), orders::updated_at.eq(now)))
                 .returning(Row::as_returning())
                 .get_result(conn)
                 .await?;
             let order = view(conn, row).await?;
-            crate::events::order_event(conn, caller.tenant_id, &order, "order.status_changed", Some(&previous), now)
-                .await?;
-            if status == "cancelled" {
-                crate::events::order_event(conn, caller.tenant_id, &order, "order.cancelled", Some(&previous), now)
-                    .await?;
+            let previous = Some(previous.as_str());
+            crate::events::order_event(conn, caller.tenant_id, &order, "order.status_changed", previous, now).await?;
+            if status == OrderStatus::Cancelled {
+                crate::events::order_event(conn, caller.tenant_id, &order, "order.cancelled", previous, now).await?;
             }
             Ok(order)
         })
@@ -97,20 +87,21 @@ impl CommerceService {
     }
 
     /// Releases the hold of a pending order past its expiry; anything else is left alone.
-    pub async fn expire_hold(&self, id: i64) -> Result<(), Error> {
+    pub async fn expire_hold(&self, id: OrderId) -> Result<(), Error> {
         let mut conn = self.conn().await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let row: Option<Row> =
-                orders::table.find(id).select(Row::as_select()).for_update().first(conn).await.optional()?;
+                orders::table.find(id.0).select(Row::as_select()).for_update().first(conn).await.optional()?;
             let Some(row) = row else { return Ok(()) };
             let due = row.hold_expires_at.is_some_and(|at| at <= now);
-            if row.status != "pending" || row.hold != "held" || !due {
+            // only a pending order's hold lapses, and only while it holds
+            if row.status.apply(OrderEvent::HoldExpired).is_err() || row.hold != Hold::Held || !due {
                 return Ok(());
             }
             let cause = format!("order {} hold expired", row.id);
-            move_hold(conn, row, "released", &cause, now).await?;
-            diesel::update(orders::table.find(id)).set(orders::updated_at.eq(now)).execute(conn).await?;
+            move_hold(conn, row, Hold::Released, &cause, now).await?;
+            diesel::update(orders::table.find(id.0)).set(orders::updated_at.eq(now)).execute(conn).await?;
             Ok(())
         })
         .await
@@ -129,8 +120,8 @@ impl CommerceService {
         let tenant = caller.tenant_id.0;
         let query = || {
             let mut query = orders::table.filter(orders::tenant_id.eq(tenant)).into_boxed();
-            if let Some(status) = &filter.status {
-                query = query.filter(orders::status.eq(status.clone()));
+            if let Some(status) = filter.status {
+                query = query.filter(orders::status.eq(status));
             }
             if let Some(platform) = &filter.platform {
                 query = query.filter(orders::platform.eq(platform.clone()));
@@ -175,7 +166,7 @@ impl CommerceService {
 }
 
 struct Filter {
-    status: Option<String>,
+    status: Option<OrderStatus>,
     platform: Option<String>,
     catalogue_id: Option<i64>,
     updated_since: Option<OffsetDateTime>,
@@ -186,9 +177,13 @@ impl Filter {
         let mut errors = kernel::error::FieldErrors::new();
         let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
         let status = given(&query.status);
-        if status.as_deref().is_some_and(|s| !STATUSES.contains(&s)) {
-            errors.add("status", format!("The status must be one of: {}.", STATUSES.join(", ")));
-        }
+        let status = match status.as_deref().map(OrderStatus::parse) {
+            Some(None) => {
+                errors.add("status", format!("The status must be one of: {}.", OrderStatus::names().join(", ")));
+                None
+            }
+            parsed => parsed.flatten(),
+        };
         let platform = given(&query.platform);
         if platform.as_deref().is_some_and(|p| !PLATFORMS.contains(&p)) {
             errors.add("platform", format!("The platform must be one of: {}.", PLATFORMS.join(", ")));
@@ -223,45 +218,43 @@ impl Filter {
 async fn move_hold(
     conn: &mut store::Conn,
     row: Row,
-    target: &'static str,
+    target: Hold,
     cause: &str,
     now: OffsetDateTime,
 ) -> Result<Row, Error> {
-    if row.hold == target {
+    let steps = row.hold.steps_to(target);
+    if steps.is_empty() {
         return Ok(row);
     }
     let why = OrderCause { order_id: row.id, cause, now };
     let mut lines = lines_of(conn, row.tenant_id, row.id).await?;
     let holding = held_by_product(&lines);
     let policy = row.stock_policy.as_str();
-    match (row.hold.as_str(), target) {
-        ("held", "committed") => stock::commit(conn, &holding, policy, &why).await?,
-        ("held", _) => {
-            stock::release(conn, &holding, &why).await?;
-            clear(&mut lines);
-        }
-        ("committed", "released") => {
-            stock::restock(conn, &holding, policy, &why).await?;
-            clear(&mut lines);
-        }
-        // back to a hold (from committed or released), then committed again if asked
-        (from, _) => {
-            if from == "committed" {
-                stock::restock(conn, &holding, policy, &why).await?;
+    for step in steps {
+        match step {
+            StockStep::Commit => stock::commit(conn, &held_by_product(&lines), policy, &why).await?,
+            StockStep::Release => {
+                stock::release(conn, &held_by_product(&lines), &why).await?;
+                clear(&mut lines);
             }
-            let held: HashMap<i64, i32> = stock::hold(conn, &wanted(&lines), row.allow_backorder, &why).await?;
-            allocate(&mut lines, &held);
-            if target == "committed" {
-                stock::commit(conn, &held_by_product(&lines), policy, &why).await?;
+            StockStep::Restock => {
+                stock::restock(conn, &held_by_product(&lines), policy, &why).await?;
+                if target == Hold::Released {
+                    clear(&mut lines);
+                }
+            }
+            StockStep::Hold => {
+                let held: HashMap<i64, i32> = stock::hold(conn, &wanted(&lines), row.allow_backorder, &why).await?;
+                allocate(&mut lines, &held);
             }
         }
     }
     save_lines(conn, row.tenant_id, &lines).await?;
     let products: Vec<i64> =
         holding.iter().map(|(id, _)| *id).chain(wanted(&lines).iter().map(|(id, _)| *id)).collect();
-    let shop = shop_of(conn, kernel::TenantId(row.tenant_id), row.catalogue_id).await?;
+    let shop = shop_of(conn, kernel::TenantId(row.tenant_id), CatalogueId(row.catalogue_id)).await?;
     stock::check_low(conn, &shop, &products, now).await?;
-    let expires = (target == "held").then(|| now + time::Duration::hours(row.reservation_ttl_hours.into()));
+    let expires = (target == Hold::Held).then(|| now + time::Duration::hours(row.reservation_ttl_hours.into()));
     let row: Row = diesel::update(orders::table.find(row.id).filter(orders::tenant_id.eq(row.tenant_id)))
         .set((orders::hold.eq(target), orders::hold_expires_at.eq(expires)))
         .returning(Row::as_returning())
@@ -300,7 +293,7 @@ async fn save_lines(conn: &mut store::Conn, tenant: i64, lines: &[LineRow]) -> R
 /// status); scheduled when the hold starts, run by the worker's clock.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ExpireHold {
-    pub order_id: i64,
+    pub order_id: OrderId,
 }
 
 impl Job for ExpireHold {

@@ -1,9 +1,12 @@
 //! What a product body may set (`Input`), and a product's whole writable state (`Draft`) that
 //! a body is applied to: a `PUT` and a sync row go through the same rules.
 
-use serde_json::{Map, Value};
+use kernel::Patch;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-use crate::fields::{Body, Member};
+use crate::rules::{Rules, Whole};
 
 /// Availability values a body may set (contract: Product).
 pub const AVAILABILITIES: &[&str] = &["in stock", "out of stock", "preorder", "available for order", "discontinued"];
@@ -25,61 +28,122 @@ pub(crate) struct Draft {
     pub category: Option<String>,
 }
 
+/// `PUT /catalogues/{catalogue}/products/...` and each row of a product batch: a member left out
+/// keeps the product's value, a null clears an optional one. A new product needs `name` and
+/// `price`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct ProductBody {
+    /// The product's code: up to 100 characters, no `/`. A new product made by code takes the
+    /// code of its path; on an existing product a new code renames it.
+    #[serde(default)]
+    #[schema(inline)]
+    pub sku: Patch<String>,
+    /// Alias of `sku`, read when that is not sent.
+    #[serde(default)]
+    #[schema(inline)]
+    pub retailer_id: Patch<String>,
+    /// Up to 200 characters; required for a new product.
+    #[serde(default)]
+    #[schema(inline)]
+    pub name: Patch<String>,
+    /// Minor units of `currency`; required for a new product.
+    #[serde(default)]
+    #[schema(inline)]
+    pub price: Patch<Whole>,
+    /// Minor units, at most the price.
+    #[serde(default)]
+    #[schema(inline)]
+    pub sale_price: Patch<Whole>,
+    /// Up to 9,999 characters.
+    #[serde(default)]
+    #[schema(inline)]
+    pub description: Patch<String>,
+    /// ISO 4217; the shop's (or the account's) when a new product leaves it out.
+    #[serde(default)]
+    #[schema(inline)]
+    pub currency: Patch<String>,
+    /// An http or https URL.
+    #[serde(default)]
+    #[schema(inline)]
+    pub image_url: Patch<String>,
+    /// On hand; null: stock is not tracked.
+    #[serde(default)]
+    #[schema(inline)]
+    pub inventory: Patch<Whole>,
+    /// `in stock`, `out of stock`, `preorder`, `available for order` or `discontinued`; null:
+    /// derived from the stock.
+    #[serde(default)]
+    #[schema(inline)]
+    pub availability: Patch<String>,
+    /// Up to 100 characters; made a brand record on first use.
+    #[serde(default)]
+    #[schema(inline)]
+    pub brand: Patch<String>,
+    /// Up to 100 characters; made a category record on first use.
+    #[serde(default)]
+    #[schema(inline)]
+    pub category: Patch<String>,
+}
+
 /// A refused body or row: the field and why.
 pub(crate) type Problem = (&'static str, String);
 
 /// The members a body sent; absent ones leave the product as it is.
 #[derive(Debug, Clone)]
 pub(crate) struct Input {
-    pub sku: Member<String>,
-    name: Member<String>,
-    price: Member<i64>,
-    sale_price: Member<i64>,
-    description: Member<String>,
-    currency: Member<String>,
-    image_url: Member<String>,
-    pub inventory: Member<i64>,
-    availability: Member<&'static str>,
-    brand: Member<String>,
-    category: Member<String>,
+    pub sku: Patch<String>,
+    name: Patch<String>,
+    price: Patch<i64>,
+    sale_price: Patch<i64>,
+    description: Patch<String>,
+    currency: Patch<String>,
+    image_url: Patch<String>,
+    pub inventory: Patch<i64>,
+    availability: Patch<&'static str>,
+    brand: Patch<String>,
+    category: Patch<String>,
 }
 
 impl Input {
-    /// Reads a body; field errors are left in `body.errors`.
-    pub fn read(body: &mut Body<'_>) -> Self {
+    /// Checks a body; field errors are left in `rules`.
+    pub fn read(body: ProductBody, rules: &mut Rules) -> Self {
         // contract: `retailer_id` is an alias of `sku`; `sku` wins when both are sent
-        let sku = body.sku();
-        if let Member::Set(code) = &sku
+        let sku = rules.sku(body.sku, body.retailer_id);
+        if let Patch::Set(code) = &sku
             && (code.contains('/') || code.chars().any(char::is_control))
         {
-            body.error("sku", "The sku may not contain '/' or control characters.");
+            rules.error("sku", "The sku may not contain '/' or control characters.");
         }
-        let image_url = body.text("image_url", 2_048);
-        if let Member::Set(url) = &image_url
+        let image_url = rules.text("image_url", body.image_url, 2_048);
+        if let Patch::Set(url) = &image_url
             && !(url.starts_with("https://") || url.starts_with("http://"))
         {
-            body.error("image_url", "The image_url must be an http or https URL.");
+            rules.error("image_url", "The image_url must be an http or https URL.");
         }
         Self {
             sku,
-            name: body.text("name", 200),
-            price: body.int("price", 0, MAX_PRICE),
-            sale_price: body.int("sale_price", 0, MAX_PRICE),
-            description: body.text("description", 9_999),
-            currency: body.currency("currency"),
+            name: rules.text("name", body.name, 200),
+            price: rules.int("price", body.price, 0, MAX_PRICE),
+            sale_price: rules.int("sale_price", body.sale_price, 0, MAX_PRICE),
+            description: rules.text("description", body.description, 9_999),
+            currency: rules.currency("currency", body.currency),
             image_url,
-            inventory: body.int("inventory", 0, i32::MAX.into()),
-            availability: body.one_of("availability", AVAILABILITIES),
-            brand: body.text("brand", 100),
-            category: body.text("category", 100),
+            inventory: rules.int("inventory", body.inventory, 0, i32::MAX.into()),
+            availability: rules.one_of("availability", body.availability, AVAILABILITIES),
+            brand: rules.text("brand", body.brand, 100),
+            category: rules.text("category", body.category, 100),
         }
     }
 
-    /// Reads one object (a batch row): the input, or the first problem.
-    pub fn read_object(object: &Map<String, Value>) -> Result<Self, String> {
-        let mut body = Body::new(object);
-        let input = Self::read(&mut body);
-        match body.first_error() {
+    /// Reads one batch row: the input, or the first problem (a wrong type included).
+    pub fn read_row(row: &Value) -> Result<Self, String> {
+        let body: ProductBody = serde_path_to_error::deserialize(row).map_err(|e| {
+            let message = e.inner().to_string();
+            format!("The {} field is invalid: {message}.", e.path())
+        })?;
+        let mut rules = Rules::new();
+        let input = Self::read(body, &mut rules);
+        match rules.first_error() {
             None => Ok(input),
             Some(problem) => Err(problem),
         }
@@ -108,19 +172,19 @@ impl Input {
     /// `draft` with the members this body sent (a null clears an optional one).
     pub fn apply(&self, mut draft: Draft) -> Result<Draft, Problem> {
         match &self.name {
-            Member::Set(name) => draft.name = name.clone(),
-            Member::Null => return Err(("name", "The name may not be empty.".to_owned())),
-            Member::Absent => {}
+            Patch::Set(name) => draft.name = name.clone(),
+            Patch::Null => return Err(("name", "The name may not be empty.".to_owned())),
+            Patch::Absent => {}
         }
         match self.price {
-            Member::Set(price) => draft.price = price,
-            Member::Null => return Err(("price", "The price may not be null.".to_owned())),
-            Member::Absent => {}
+            Patch::Set(price) => draft.price = price,
+            Patch::Null => return Err(("price", "The price may not be null.".to_owned())),
+            Patch::Absent => {}
         }
-        if let Member::Set(currency) = &self.currency {
+        if let Patch::Set(currency) = &self.currency {
             draft.currency = currency.clone();
         }
-        if let Member::Set(sku) = &self.sku {
+        if let Patch::Set(sku) = &self.sku {
             draft.sku = sku.clone();
         }
         if let Some(v) = self.sale_price.clone().change() {
@@ -158,7 +222,7 @@ mod tests {
     use super::*;
 
     fn input(body: Value) -> Input {
-        Input::read_object(body.as_object().expect("object")).expect("valid")
+        Input::read_row(&body).expect("valid")
     }
 
     #[test]
@@ -181,15 +245,16 @@ mod tests {
 
     #[test]
     fn retailer_id_stands_for_sku_and_bad_values_are_refused() {
-        assert_eq!(input(json!({"retailer_id": "R-1"})).sku, Member::Set("R-1".to_owned()));
-        assert_eq!(input(json!({"sku": "S", "retailer_id": "R"})).sku, Member::Set("S".to_owned()));
+        assert_eq!(input(json!({"retailer_id": "R-1"})).sku, Patch::Set("R-1".to_owned()));
+        assert_eq!(input(json!({"sku": "S", "retailer_id": "R"})).sku, Patch::Set("S".to_owned()));
         for bad in [
             json!({"sku": "a/b"}),
             json!({"price": -1}),
             json!({"availability": "soon"}),
             json!({"image_url": "ftp://x"}),
+            json!({"price": true}),
         ] {
-            assert!(Input::read_object(bad.as_object().expect("object")).is_err(), "{bad}");
+            assert!(Input::read_row(&bad).is_err(), "{bad}");
         }
     }
 }

@@ -5,7 +5,7 @@ mod draft;
 mod routes;
 mod write;
 
-pub use draft::AVAILABILITIES;
+pub use draft::{AVAILABILITIES, ProductBody};
 pub(crate) use draft::{Draft, Input};
 pub use routes::ProductRef;
 pub use routes::Put;

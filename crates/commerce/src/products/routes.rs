@@ -4,20 +4,20 @@
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, ErrorKind, Page, PageRequest, Permission};
-use serde_json::Value;
 
 use super::write::{Cause, Change};
-use super::{Input, LIVE, Product, load_drafts, view, views, write};
+use super::{Input, LIVE, Product, ProductBody, load_drafts, view, views, write};
 use crate::catalogues::Row as Shop;
-use crate::fields::{Body, object};
+use crate::rules::Rules;
 use crate::schema::{product_listings, products};
 use crate::service::CommerceService;
+use crate::{CatalogueId, ProductId};
 
 /// How a path names a product.
 #[derive(Debug, Clone)]
 pub enum ProductRef {
     Sku(String),
-    Id(i64),
+    Id(ProductId),
 }
 
 impl ProductRef {
@@ -29,7 +29,7 @@ impl ProductRef {
             .into_boxed();
         query = match self {
             Self::Sku(sku) => query.filter(products::sku.eq(sku.clone())),
-            Self::Id(id) => query.filter(products::id.eq(*id)),
+            Self::Id(id) => query.filter(products::id.eq(id.0)),
         };
         query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Product"))
     }
@@ -37,7 +37,7 @@ impl ProductRef {
     fn parts(&self) -> (Option<&str>, Option<i64>) {
         match self {
             Self::Sku(sku) => (Some(sku.as_str()), None),
-            Self::Id(id) => (None, Some(*id)),
+            Self::Id(id) => (None, Some(id.0)),
         }
     }
 }
@@ -65,15 +65,15 @@ impl CommerceService {
     pub async fn put_product(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         product: &ProductRef,
-        body: Value,
+        body: ProductBody,
     ) -> Result<Put, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
-        let mut body = Body::new(object(&body)?);
-        let input = Input::read(&mut body);
-        body.errors.finish()?;
+        let mut rules = Rules::new();
+        let input = Input::read(body, &mut rules);
+        rules.finish()?;
         let now = self.clock.now();
         // Two first PUTs of one code race to insert it; the loser's second try finds the
         // winner's product and updates it, as if it had come second.
@@ -140,7 +140,12 @@ impl CommerceService {
         .await
     }
 
-    pub async fn get_product(&self, caller: &Caller, catalogue: i64, product: &ProductRef) -> Result<Product, Error> {
+    pub async fn get_product(
+        &self,
+        caller: &Caller,
+        catalogue: CatalogueId,
+        product: &ProductRef,
+    ) -> Result<Product, Error> {
         let mut conn = self.conn().await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let id = product.resolve(&mut conn, shop.id).await?;
@@ -152,7 +157,7 @@ impl CommerceService {
     pub async fn delete_product(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         product: &ProductRef,
     ) -> Result<Product, Error> {
         let mut conn = self.conn().await?;
@@ -181,7 +186,7 @@ impl CommerceService {
     pub async fn list_products(
         &self,
         caller: &Caller,
-        catalogue: i64,
+        catalogue: CatalogueId,
         page: PageRequest,
     ) -> Result<Page<Product>, Error> {
         let mut conn = self.conn().await?;
