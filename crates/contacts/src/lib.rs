@@ -6,6 +6,7 @@ pub mod batch;
 pub mod body;
 pub mod contact;
 pub mod group;
+pub mod recipients;
 pub mod schema;
 pub mod service;
 

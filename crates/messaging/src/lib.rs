@@ -8,6 +8,7 @@ pub mod channels;
 pub mod dispatch;
 pub mod events;
 pub mod gateways;
+pub mod ids;
 pub mod messages;
 pub mod personalize;
 pub mod receipts;

@@ -9,6 +9,7 @@ use kernel::{Caller, Error, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use crate::status::MessageStatus;
 use crate::channels::{Channel, RateCard, Route};
 use crate::dispatch::{Delta, SendMessages, settle};
 use crate::messages::Message;
@@ -239,7 +240,7 @@ pub(crate) async fn enqueue_dispatch(
     run_at: Option<OffsetDateTime>,
 ) -> Result<(), Error> {
     for ids in ids.chunks(chunk.max(1)) {
-        let job = SendMessages { ids: ids.to_vec() };
+        let job = SendMessages { tenant_id: tenant, ids: ids.to_vec() };
         let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() };
         store::jobs::enqueue(conn, &job, options).await?;
     }
@@ -269,10 +270,10 @@ impl MessagingService {
                     .iter()
                     .map(|r| {
                         let (status, error, price) = match (&r.number, &route) {
-                            (None, _) => ("failed", Some(format!("Invalid phone number: {}", r.input)), 0),
-                            (Some(n), _) if opted_out.contains(n) => ("failed", Some(OPTED_OUT.to_owned()), 0),
-                            (Some(_), None) => ("failed", Some(NO_ROUTE.to_owned()), 0),
-                            (Some(n), Some(_)) => ("queued", None, rates.price(n) * i64::from(estimate.segments)),
+                            (None, _) => (MessageStatus::Failed.as_str(), Some(format!("Invalid phone number: {}", r.input)), 0),
+                            (Some(n), _) if opted_out.contains(n) => (MessageStatus::Failed.as_str(), Some(OPTED_OUT.to_owned()), 0),
+                            (Some(_), None) => (MessageStatus::Failed.as_str(), Some(NO_ROUTE.to_owned()), 0),
+                            (Some(n), Some(_)) => (MessageStatus::Queued.as_str(), None, rates.price(n) * i64::from(estimate.segments)),
                         };
                         NewMessage {
                             uid: new_uid(),
@@ -304,9 +305,9 @@ impl MessagingService {
                 let messages = insert(conn, &rows).await?;
                 // records failed at creation (invalid, opted out, no route) say so too
                 let failed: Vec<(Message, Delta)> =
-                    messages.iter().filter(|m| m.status == "failed").map(|m| (m.clone(), Delta::None)).collect();
+                    messages.iter().filter(|m| m.status == MessageStatus::Failed.as_str()).map(|m| (m.clone(), Delta::None)).collect();
                 settle(conn, &failed, now).await?;
-                let queued: Vec<i64> = messages.iter().filter(|m| m.status == "queued").map(|m| m.id).collect();
+                let queued: Vec<i64> = messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
                 // A small immediate send is tried before answering; its job waits a little, as
                 // the fallback should this process die mid-way.
                 let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
@@ -373,7 +374,7 @@ impl MessagingService {
 
     async fn enqueue_later(&self, tenant: TenantId, later: crate::dispatch::Later) -> Result<(), Error> {
         let mut conn = self.conn().await?;
-        let job = SendMessages { ids: later.ids };
+        let job = SendMessages { tenant_id: tenant, ids: later.ids };
         let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
         store::jobs::enqueue(&mut conn, &job, options).await?;
         Ok(())
