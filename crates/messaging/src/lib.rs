@@ -25,12 +25,12 @@
 //!     accounts::wallet::credit(&mut conn, tenant, 10_000, None).await.unwrap();
 //!
 //!     let sandbox = Arc::new(providers::Sandbox::new(Default::default()));
-//!     let gateways = messaging::gateways::Gateways::new(reqwest::Client::new(), sandbox, Duration::from_secs(5));
+//!     let gateways = messaging::gateways::Gateways::new(providers::http_client().unwrap(), sandbox, Duration::from_secs(5));
 //!     let service = MessagingService::new(db.pool(), kernel::Clock::system(), gateways, MessagingConfig::default());
 //!
 //!     // A national number is read under the account's calling code.
 //!     let caller = kernel::Caller::operator(tenant, "255");
-//!     let request = SendRequest { recipient: Some("0712 345 678".into()), message: Some("Karibu!".into()), ..Default::default() };
+//!     let request = SendRequest { recipient: Some("0712345678".into()), message: Some("Karibu!".into()), ..Default::default() };
 //!     let sent = service.send(&caller, request).await.unwrap();
 //!     assert_eq!(sent.messages[0].recipient, "+255712345678");
 //!     assert_eq!(accounts::wallet::get(&mut conn, tenant).await.unwrap().balance_minor, 9_900);

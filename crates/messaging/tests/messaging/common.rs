@@ -25,7 +25,7 @@ pub async fn env() -> Env {
     let db = TestDb::new().await;
     let pool = db.pool();
     let sandbox = Arc::new(providers::Sandbox::new(Default::default()));
-    let gateways = Gateways::new(reqwest::Client::new(), sandbox, Duration::from_secs(5));
+    let gateways = Gateways::new(providers::http_client().expect("http client"), sandbox, Duration::from_secs(5));
     let service = MessagingService::new(pool.clone(), Clock::system(), gateways, MessagingConfig::default());
     Env { _db: db, pool, service }
 }
