@@ -187,7 +187,8 @@ impl MessagingService {
     ) -> Result<HashMap<i64, Option<OffsetDateTime>>, Error> {
         let stale_after = std_duration(self.config.stale_after);
         let dead_after = std_duration(self.config.dead_after);
-        let processing: Vec<&Pending> = pending.iter().filter(|p| p.status == MessageStatus::Processing.as_str()).collect();
+        let processing: Vec<&Pending> =
+            pending.iter().filter(|p| p.status == MessageStatus::Processing.as_str()).collect();
         let mut holders: Vec<Uuid> = processing.iter().filter_map(|p| p.claimed_by).collect();
         holders.sort_unstable();
         holders.dedup();

@@ -9,13 +9,13 @@ use kernel::{Caller, Error, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::status::MessageStatus;
 use crate::channels::{Channel, RateCard, Route};
 use crate::dispatch::{Delta, SendMessages, settle};
 use crate::messages::Message;
 use crate::recipients::Recipient;
 use crate::schema::messages;
 use crate::segments::{Encoding, estimate};
+use crate::status::MessageStatus;
 use crate::{MessagingService, blacklist, channels};
 
 /// What an empty message is replaced by (contract: "An empty message is replaced by a generic body").
@@ -270,10 +270,16 @@ impl MessagingService {
                     .iter()
                     .map(|r| {
                         let (status, error, price) = match (&r.number, &route) {
-                            (None, _) => (MessageStatus::Failed.as_str(), Some(format!("Invalid phone number: {}", r.input)), 0),
-                            (Some(n), _) if opted_out.contains(n) => (MessageStatus::Failed.as_str(), Some(OPTED_OUT.to_owned()), 0),
+                            (None, _) => {
+                                (MessageStatus::Failed.as_str(), Some(format!("Invalid phone number: {}", r.input)), 0)
+                            }
+                            (Some(n), _) if opted_out.contains(n) => {
+                                (MessageStatus::Failed.as_str(), Some(OPTED_OUT.to_owned()), 0)
+                            }
                             (Some(_), None) => (MessageStatus::Failed.as_str(), Some(NO_ROUTE.to_owned()), 0),
-                            (Some(n), Some(_)) => (MessageStatus::Queued.as_str(), None, rates.price(n) * i64::from(estimate.segments)),
+                            (Some(n), Some(_)) => {
+                                (MessageStatus::Queued.as_str(), None, rates.price(n) * i64::from(estimate.segments))
+                            }
                         };
                         NewMessage {
                             uid: new_uid(),
@@ -304,10 +310,14 @@ impl MessagingService {
                 let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
                 let messages = insert(conn, &rows).await?;
                 // records failed at creation (invalid, opted out, no route) say so too
-                let failed: Vec<(Message, Delta)> =
-                    messages.iter().filter(|m| m.status == MessageStatus::Failed.as_str()).map(|m| (m.clone(), Delta::None)).collect();
+                let failed: Vec<(Message, Delta)> = messages
+                    .iter()
+                    .filter(|m| m.status == MessageStatus::Failed.as_str())
+                    .map(|m| (m.clone(), Delta::None))
+                    .collect();
                 settle(conn, &failed, now).await?;
-                let queued: Vec<i64> = messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
+                let queued: Vec<i64> =
+                    messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
                 // A small immediate send is tried before answering; its job waits a little, as
                 // the fallback should this process die mid-way.
                 let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;

@@ -13,11 +13,11 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{CampaignEvent, CampaignId, CampaignRow, CampaignStatus, emit};
-use crate::status::MessageStatus;
 use crate::channels::RateCard;
 use crate::personalize::{ContactVars, Template};
 use crate::schema::campaigns;
 use crate::send::{NO_ROUTE, NewMessage, encoding_name, enqueue_dispatch, new_uid};
+use crate::status::MessageStatus;
 use crate::{MessagingService, blacklist, channels};
 
 /// Writes one batch of a campaign's messages, then queues the next batch.

@@ -43,13 +43,8 @@ pub async fn tenant(env: &Env, calling_code: &str, balance_minor: i64) -> Caller
     let new =
         NewChannel { kind: "sms".into(), provider: "sandbox".into(), code: Some("main".into()), ..Default::default() };
     messaging::channels::add(&mut conn, tenant, new).await.expect("channel");
-    let sender = NewSender {
-        channel: "main".into(),
-        kind: "sender_id".into(),
-        value: "ACME".into(),
-        label: None,
-        status: None,
-    };
+    let sender =
+        NewSender { channel: "main".into(), kind: "sender_id".into(), value: "ACME".into(), label: None, status: None };
     messaging::channels::add_sender(&mut conn, tenant, sender).await.expect("sender");
     messaging::channels::set_rate(&mut conn, tenant, None, 100).await.expect("rate");
     if balance_minor > 0 {

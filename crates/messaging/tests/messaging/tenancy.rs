@@ -29,11 +29,8 @@ async fn another_tenants_campaign_is_not_found_nor_changed() {
     let acme = tenant(&env, "255", 100_000).await;
     let globex = tenant(&env, "255", 100_000).await;
     let group = group(&env, acme.tenant_id, &["255712340500"]).await;
-    let req = CampaignRequest {
-        contact_list_id: Some(group.to_string()),
-        message: Some("Hi".into()),
-        ..Default::default()
-    };
+    let req =
+        CampaignRequest { contact_list_id: Some(group.to_string()), message: Some("Hi".into()), ..Default::default() };
     // another tenant's group is no group of the caller
     let error = env.service.create_campaigns(&globex, req.clone()).await.expect_err("foreign group");
     assert_eq!(error.kind, ErrorKind::NotFound);
