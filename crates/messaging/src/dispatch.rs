@@ -30,6 +30,7 @@ use crate::{MessagingService, blacklist, campaigns, channels};
 /// Sends a chunk of messages (written by a send or a campaign batch).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SendMessages {
+    #[serde(default = "crate::service::no_tenant")]
     pub tenant_id: TenantId,
     pub ids: Vec<i64>,
 }
@@ -42,7 +43,7 @@ impl Job for SendMessages {
     type State = MessagingService;
 
     async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
-        let tenant = self.tenant_id;
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
         if let Some(later) = state.dispatch(tenant, &self.ids).await? {
             let mut conn = store::connect(&ctx.pool).await?;
             let options = Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };

@@ -44,6 +44,7 @@ impl ReceiptItem {
 /// Receipts a provider announced when it took the messages (the sandbox), applied when due.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApplyReceipts {
+    #[serde(default = "crate::service::no_tenant")]
     pub tenant_id: TenantId,
     pub channel_id: i64,
     pub receipts: Vec<ReceiptItem>,
@@ -53,10 +54,11 @@ impl Job for ApplyReceipts {
     const NAME: &'static str = "messaging.apply_receipts";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
         let mut conn = state.conn().await?;
         let now = state.clock.now();
-        let channel = channels::get(&mut conn, self.tenant_id, self.channel_id).await?;
+        let channel = channels::get(&mut conn, tenant, self.channel_id).await?;
         apply(&mut conn, &channel, &self.receipts, now).await?;
         Ok(())
     }
@@ -65,6 +67,7 @@ impl Job for ApplyReceipts {
 /// Sent messages whose receipt is overdue: `checking_delivery`, then ask the provider.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckDelivery {
+    #[serde(default = "crate::service::no_tenant")]
     pub tenant_id: TenantId,
     pub ids: Vec<i64>,
 }
@@ -73,8 +76,8 @@ impl Job for CheckDelivery {
     const NAME: &'static str = "messaging.check_delivery";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
-        state.check_delivery(self.tenant_id, &self.ids).await?;
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        state.check_delivery(crate::service::job_tenant(self.tenant_id, &ctx)?, &self.ids).await?;
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ use crate::{MessagingService, blacklist, channels};
 /// Writes one batch of a campaign's messages, then queues the next batch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DispatchCampaign {
+    #[serde(default = "crate::service::no_tenant")]
     pub tenant_id: TenantId,
     pub campaign_id: CampaignId,
     /// Only the chain holding the campaign's current token runs (resuming issues a new one).
@@ -33,8 +34,9 @@ impl Job for DispatchCampaign {
     const NAME: &'static str = "messaging.dispatch_campaign";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
-        state.dispatch_campaign(self.tenant_id, self.campaign_id, self.token).await?;
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
+        state.dispatch_campaign(tenant, self.campaign_id, self.token).await?;
         Ok(())
     }
 }
