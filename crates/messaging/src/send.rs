@@ -206,7 +206,7 @@ pub(crate) struct NewMessage {
 }
 
 pub(crate) fn new_uid() -> String {
-    format!("msg_{}", uuid::Uuid::new_v4().simple())
+    crate::ids::MessageUid::generate().into()
 }
 
 pub(crate) fn encoding_name(encoding: Encoding) -> &'static str {
