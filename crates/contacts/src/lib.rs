@@ -39,6 +39,7 @@ pub mod body;
 pub mod contact;
 pub mod group;
 pub mod ids;
+pub mod recipients;
 pub mod schema;
 pub mod service;
 

@@ -54,6 +54,15 @@ pub async fn listed(conn: &mut store::Conn, tenant: TenantId, numbers: &[String]
     Ok(found.into_iter().collect())
 }
 
+/// Every number on the tenant's list (for counting a campaign's recipients).
+pub(crate) async fn all(conn: &mut store::Conn, tenant: TenantId) -> Result<Vec<String>, Error> {
+    Ok(sms_blacklist::table
+        .filter(sms_blacklist::tenant_id.eq(tenant.0))
+        .select(sms_blacklist::number)
+        .load(conn)
+        .await?)
+}
+
 /// Puts `number` on the list; an existing entry keeps its first reason and proof.
 pub(crate) async fn add(
     conn: &mut store::Conn,

@@ -111,9 +111,10 @@ pub async fn by_callback_token(conn: &mut Conn, token: &str) -> Result<Channel, 
         .ok_or_else(|| Error::not_found("Channel"))
 }
 
-pub async fn get(conn: &mut Conn, id: i64) -> Result<Channel, Error> {
+pub async fn get(conn: &mut Conn, tenant: TenantId, id: i64) -> Result<Channel, Error> {
     channels::table
         .find(id)
+        .filter(channels::tenant_id.eq(tenant.0))
         .select(Channel::as_select())
         .first(conn)
         .await

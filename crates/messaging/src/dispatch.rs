@@ -24,12 +24,14 @@ use crate::channels::Channel;
 use crate::messages::Message;
 use crate::receipts::{ApplyReceipts, CheckDelivery, ReceiptItem};
 use crate::send::OPTED_OUT;
-use crate::status::MessageEvent;
+use crate::status::{MessageEvent, MessageStatus};
 use crate::{MessagingService, blacklist, campaigns, channels};
 
 /// Sends a chunk of messages (written by a send or a campaign batch).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SendMessages {
+    #[serde(default = "crate::service::no_tenant")]
+    pub tenant_id: TenantId,
     pub ids: Vec<i64>,
 }
 
@@ -41,10 +43,11 @@ impl Job for SendMessages {
     type State = MessagingService;
 
     async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
-        if let Some(later) = state.dispatch(&self.ids).await? {
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
+        if let Some(later) = state.dispatch(tenant, &self.ids).await? {
             let mut conn = store::connect(&ctx.pool).await?;
-            let options = Enqueue { tenant_id: ctx.tenant_id, run_at: Some(later.at), ..Default::default() };
-            store::jobs::enqueue(&mut conn, &SendMessages { ids: later.ids }, options).await?;
+            let options = Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
+            store::jobs::enqueue(&mut conn, &SendMessages { tenant_id: tenant, ids: later.ids }, options).await?;
         }
         Ok(())
     }
@@ -91,15 +94,17 @@ fn std_duration(d: std::time::Duration) -> Duration {
 }
 
 impl MessagingService {
-    /// Dispatches what is due among `ids`; answers what is left for later.
-    pub async fn dispatch(&self, ids: &[i64]) -> Result<Option<Later>, Error> {
+    /// Dispatches what is due among `ids` (messages of `tenant`); answers what is left for later.
+    pub async fn dispatch(&self, tenant: TenantId, ids: &[i64]) -> Result<Option<Later>, Error> {
         let now = self.clock.now();
         let mut conn = self.conn().await?;
         let pending: Vec<Pending> = diesel::sql_query(
             "SELECT id, tenant_channel_id, status, scheduled_at, updated_at, claimed_by FROM messages
-             WHERE id = ANY($1) AND status IN ('queued', 'processing') ORDER BY id",
+             WHERE tenant_id = $2 AND id = ANY($1) AND status = ANY($3) ORDER BY id",
         )
         .bind::<Array<BigInt>, _>(ids)
+        .bind::<BigInt, _>(tenant)
+        .bind::<Array<Text>, _>(vec![MessageStatus::Queued.as_str(), MessageStatus::Processing.as_str()])
         .get_results(&mut conn)
         .await?;
         let doubt = self.doubt(&mut conn, &pending, now).await?;
@@ -110,16 +115,18 @@ impl MessagingService {
         if !stale.is_empty() {
             conn.transaction(async |conn| {
                 let stale: Vec<Message> = diesel::sql_query(
-                    "UPDATE messages SET status = 'failed', error_message = $1, updated_at = $2
-                     WHERE id = ANY($3) AND status = 'processing' RETURNING *",
+                    "UPDATE messages SET status = $5, error_message = $1, updated_at = $2
+                     WHERE tenant_id = $4 AND id = ANY($3) AND status = ANY($6) RETURNING *",
                 )
                 .bind::<Text, _>(OUTCOME_UNKNOWN)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Array<BigInt>, _>(&stale)
+                .bind::<BigInt, _>(tenant)
+                .bind::<Text, _>(MessageEvent::Refuse.target().as_str())
+                .bind::<Array<Text>, _>(vec![MessageStatus::Processing.as_str()])
                 .get_results(conn)
                 .await?;
-                if let Some(first) = <[Message]>::first(&stale) {
-                    let tenant = TenantId(first.tenant_id);
+                if !stale.is_empty() {
                     let refund: i64 = stale.iter().map(|m| m.price_minor).sum();
                     let note = format!("Refund of {} message(s) whose send outcome is unknown", stale.len());
                     let changed: Vec<(Message, Delta)> = stale.into_iter().map(|m| (m, Delta::Failed)).collect();
@@ -138,11 +145,11 @@ impl MessagingService {
         };
         let mut by_channel: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
         for p in pending {
-            match (p.status.as_str(), p.scheduled_at, p.tenant_channel_id) {
+            match (MessageStatus::parse(&p.status), p.scheduled_at, p.tenant_channel_id) {
                 // failed just now, as in doubt
-                ("processing", _, _) if stale.contains(&p.id) => {}
+                (Some(MessageStatus::Processing), _, _) if stale.contains(&p.id) => {}
                 // someone else is sending it; look again once it would be in doubt
-                ("processing", _, _) => {
+                (Some(MessageStatus::Processing), _, _) => {
                     let at = doubt.get(&p.id).copied().flatten().unwrap_or(now + Duration::SECOND);
                     defer(p.id, at, &mut later);
                 }
@@ -154,7 +161,7 @@ impl MessagingService {
         let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
         drop(conn);
         for (channel_id, ids) in by_channel {
-            let channel = channels::get(&mut *self.conn().await?, channel_id).await?;
+            let channel = channels::get(&mut *self.conn().await?, tenant, channel_id).await?;
             if channel.status != "active" {
                 // A disabled channel sends nothing; its messages wait for it to come back.
                 for id in &ids {
@@ -181,7 +188,8 @@ impl MessagingService {
     ) -> Result<HashMap<i64, Option<OffsetDateTime>>, Error> {
         let stale_after = std_duration(self.config.stale_after);
         let dead_after = std_duration(self.config.dead_after);
-        let processing: Vec<&Pending> = pending.iter().filter(|p| p.status == "processing").collect();
+        let processing: Vec<&Pending> =
+            pending.iter().filter(|p| p.status == MessageStatus::Processing.as_str()).collect();
         let mut holders: Vec<Uuid> = processing.iter().filter_map(|p| p.claimed_by).collect();
         holders.sort_unstable();
         holders.dedup();
@@ -232,7 +240,8 @@ impl MessagingService {
         let (claimed, deferred) = {
             let mut conn = self.conn().await?;
             let granted = self.take(&mut conn, channel, ids.len(), now).await?;
-            let claimed = claim(&mut conn, &ids[..granted], now, self.config.process).await?;
+            let tenant = TenantId(channel.tenant_id);
+            let claimed = claim(&mut conn, tenant, &ids[..granted], now, self.config.process).await?;
             // Granted but not claimed: another sender holds them, or they moved on. Looking
             // again later costs little and keeps them from being lost if that sender rolls back.
             let taken: std::collections::HashSet<i64> = claimed.iter().map(|m| m.id).collect();
@@ -382,16 +391,18 @@ impl MessagingService {
                 Vec::new()
             } else {
                 diesel::sql_query(
-                    "UPDATE messages m SET status = 'sent', gateway_message_id = v.gid, provider_cost = v.cost,
+                    "UPDATE messages m SET status = $7, gateway_message_id = v.gid, provider_cost = v.cost,
                         sent_at = $4, updated_at = $4
                  FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
-                 WHERE m.id = v.id AND m.status = ANY($5) RETURNING m.*",
+                 WHERE m.tenant_id = $6 AND m.id = v.id AND m.status = ANY($5) RETURNING m.*",
                 )
                 .bind::<Array<BigInt>, _>(&ok_ids)
                 .bind::<Array<Text>, _>(&gids)
                 .bind::<Array<Nullable<Text>>, _>(&costs)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Array<Text>, _>(MessageEvent::Accept.sources())
+                .bind::<BigInt, _>(tenant)
+                .bind::<Text, _>(MessageEvent::Accept.target().as_str())
                 .get_results(conn)
                 .await?
             };
@@ -399,14 +410,16 @@ impl MessagingService {
                 Vec::new()
             } else {
                 diesel::sql_query(
-                    "UPDATE messages m SET status = 'failed', error_message = v.reason, updated_at = $3
+                    "UPDATE messages m SET status = $6, error_message = v.reason, updated_at = $3
                  FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
-                 WHERE m.id = v.id AND m.status = ANY($4) RETURNING m.*",
+                 WHERE m.tenant_id = $5 AND m.id = v.id AND m.status = ANY($4) RETURNING m.*",
                 )
                 .bind::<Array<BigInt>, _>(&bad_ids)
                 .bind::<Array<Text>, _>(&reasons)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
+                .bind::<BigInt, _>(tenant)
+                .bind::<Text, _>(MessageEvent::Refuse.target().as_str())
                 .get_results(conn)
                 .await?
             };
@@ -424,7 +437,7 @@ impl MessagingService {
             let note = format!("Refund of {refunded} message(s) the provider did not take");
             accounts::wallet::refund(conn, tenant, refund, &note).await?;
             for (after, items) in std::mem::take(&mut receipts) {
-                let job = ApplyReceipts { channel_id, receipts: items };
+                let job = ApplyReceipts { tenant_id: tenant, channel_id, receipts: items };
                 let run_at = Some(now + std_duration(after));
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
                     .await?;
@@ -435,7 +448,7 @@ impl MessagingService {
                 .map(|(m, _)| m.id)
                 .collect();
             if !sent_ids.is_empty() {
-                let job = CheckDelivery { ids: sent_ids };
+                let job = CheckDelivery { tenant_id: tenant, ids: sent_ids };
                 let run_at = Some(now + receipt_wait);
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
                     .await?;
@@ -493,10 +506,10 @@ pub(crate) async fn settle(
         .map(|(m, _)| (TenantId(m.tenant_id), format!("message.{}", m.status), m.event_payload()))
         .collect();
     store::outbox::emit_many(conn, events, now).await?;
-    let mut counts: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    let mut counts: BTreeMap<(i64, i64), (i32, i32)> = BTreeMap::new();
     for (message, delta) in changed {
         let Some(campaign) = message.campaign_id else { continue };
-        let entry = counts.entry(campaign).or_default();
+        let entry = counts.entry((campaign, message.tenant_id)).or_default();
         match delta {
             Delta::Sent => entry.0 += 1,
             Delta::Failed => entry.1 += 1,
@@ -507,8 +520,8 @@ pub(crate) async fn settle(
             Delta::None => {}
         }
     }
-    for (campaign, (sent, failed)) in counts {
-        campaigns::count(conn, campaign, sent, failed, now).await?;
+    for ((campaign, tenant), (sent, failed)) in counts {
+        campaigns::count(conn, TenantId(tenant), campaign, sent, failed, now).await?;
     }
     Ok(())
 }
@@ -517,6 +530,7 @@ pub(crate) async fn settle(
 /// They are marked with `process` (this process's heartbeat id, when it keeps one).
 async fn claim(
     conn: &mut store::Conn,
+    tenant: TenantId,
     ids: &[i64],
     now: OffsetDateTime,
     process: Option<Uuid>,
@@ -525,14 +539,18 @@ async fn claim(
         return Ok(Vec::new());
     }
     Ok(diesel::sql_query(
-        "UPDATE messages SET status = 'processing', updated_at = $2, claimed_by = $4
-         WHERE id IN (SELECT id FROM messages WHERE id = ANY($1) AND status = ANY($3) FOR UPDATE SKIP LOCKED)
+        "UPDATE messages SET status = $6, updated_at = $2, claimed_by = $4
+         WHERE tenant_id = $5 AND id IN (
+             SELECT id FROM messages WHERE tenant_id = $5 AND id = ANY($1) AND status = ANY($3) FOR UPDATE SKIP LOCKED
+         )
          RETURNING *",
     )
     .bind::<Array<BigInt>, _>(ids)
     .bind::<Timestamptz, _>(now)
     .bind::<Array<Text>, _>(MessageEvent::Claim.sources())
     .bind::<Nullable<diesel::sql_types::Uuid>, _>(process)
+    .bind::<BigInt, _>(tenant)
+    .bind::<Text, _>(MessageEvent::Claim.target().as_str())
     .get_results(conn)
     .await?)
 }

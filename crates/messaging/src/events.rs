@@ -6,7 +6,7 @@ use time::macros::datetime;
 use uuid::Uuid;
 
 use crate::Message;
-use crate::campaigns::{Campaign, GroupSummary};
+use crate::campaigns::{Campaign, CampaignStatus, GroupSummary};
 
 fn message(status: &str) -> Message {
     let at = datetime!(2026-11-26 09:30 UTC);
@@ -42,13 +42,14 @@ fn message(status: &str) -> Message {
     }
 }
 
-fn campaign(status: &str, reason: Option<&str>) -> Value {
+fn campaign(status: CampaignStatus, reason: Option<&str>) -> Value {
+    let completed = status == CampaignStatus::Completed;
     let at = datetime!(2026-11-26 09:30 UTC);
     let campaign = Campaign {
         id: 812,
         uid: "cmp_01JDX4Y2H7R4P0QW8E6S3D9F5G".to_owned(),
         name: "November restock".to_owned(),
-        status: status.to_owned(),
+        status,
         status_reason: reason.map(str::to_owned),
         channel_type: "sms".to_owned(),
         tenant_channel_id: Some(3),
@@ -56,9 +57,9 @@ fn campaign(status: &str, reason: Option<&str>) -> Value {
         message: "Hi {{name}}, new stock has arrived at Duka.".to_owned(),
         sender: Some("DUKA".to_owned()),
         scheduled_at: None,
-        total_recipients: if status == "completed" { 1_250 } else { 0 },
-        sent_count: if status == "completed" { 1_238 } else { 0 },
-        failed_count: if status == "completed" { 12 } else { 0 },
+        total_recipients: if completed { 1_250 } else { 0 },
+        sent_count: if completed { 1_238 } else { 0 },
+        failed_count: if completed { 12 } else { 0 },
         contact_group: Some(GroupSummary {
             id: 44,
             uid: Uuid::from_u128(0x6f1d_2c3b_4a59_4e87_9b6a_5c4d_3e2f_1a0b),
@@ -66,7 +67,7 @@ fn campaign(status: &str, reason: Option<&str>) -> Value {
         }),
         created_at: at,
         updated_at: at,
-        completed_at: (status == "completed").then_some(at),
+        completed_at: completed.then_some(at),
     };
     crate::campaigns::event_payload(campaign, reason.map(str::to_owned))
 }
@@ -78,7 +79,7 @@ pub fn samples() -> Vec<(&'static str, Value)> {
         ("message.delivered", message("delivered").event_payload()),
         ("message.failed", message("failed").event_payload()),
         ("message.received", message("received").event_payload()),
-        ("campaign.completed", campaign("completed", None)),
-        ("campaign.failed", campaign("cancelled", Some(crate::send::NO_ROUTE))),
+        ("campaign.completed", campaign(CampaignStatus::Completed, None)),
+        ("campaign.failed", campaign(CampaignStatus::Cancelled, Some(crate::send::NO_ROUTE))),
     ]
 }

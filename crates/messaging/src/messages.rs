@@ -6,27 +6,13 @@ use kernel::{Caller, Error, Page, PageRequest, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::schema::{campaigns, messages};
+use crate::ids::CampaignRef;
+use crate::schema::messages;
 
 /// Messages per page by default (contract: list conventions).
 pub const PER_PAGE: i64 = 20;
 
-/// A message in a path: numeric id or public uid (contract: Identifiers).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MessageRef {
-    Id(i64),
-    Uid(String),
-}
-
-impl MessageRef {
-    pub fn parse(raw: &str) -> Self {
-        match raw.parse::<i64>() {
-            Ok(id) => Self::Id(id),
-            // no uid holds a NUL (PostgreSQL text cannot), so such a path names nothing
-            Err(_) => Self::Uid(raw.replace('\0', "\u{fffd}")),
-        }
-    }
-}
+pub use crate::ids::MessageRef;
 
 #[derive(Debug, Clone, Serialize, Queryable, QueryableByName, Selectable, utoipa::ToSchema)]
 #[diesel(table_name = messages)]
@@ -99,7 +85,7 @@ impl Message {
 pub async fn get(conn: &mut store::Conn, tenant: TenantId, message: &MessageRef) -> Result<Message, Error> {
     let query = messages::table.filter(messages::tenant_id.eq(tenant.0)).select(Message::as_select()).into_boxed();
     let query = match message {
-        MessageRef::Id(id) => query.filter(messages::id.eq(*id)),
+        MessageRef::Id(id) => query.filter(messages::id.eq(id.0)),
         MessageRef::Uid(uid) => query.filter(messages::uid.eq(uid)),
     };
     query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Message"))
@@ -149,13 +135,12 @@ pub async fn list(
     let campaign = match nonempty(&filter.campaign) {
         None => None,
         Some(raw) => {
-            let query = campaigns::table.filter(campaigns::tenant_id.eq(tenant.0)).select(campaigns::id).into_boxed();
-            let query = match raw.parse::<i64>() {
-                Ok(id) => query.filter(campaigns::id.eq(id)),
-                Err(_) => query.filter(campaigns::uid.eq(raw)),
+            // An unknown, malformed or foreign campaign matches nothing, like any other filter value.
+            let found = match <CampaignRef as kernel::ids::PathId>::from_path(&raw) {
+                Some(campaign) => crate::campaigns::id_of(conn, tenant, &campaign).await?,
+                None => None,
             };
-            // An unknown or foreign campaign matches nothing, like any other filter value.
-            Some(query.first::<i64>(conn).await.optional()?.unwrap_or(0))
+            Some(found.map_or(0, |id| id.0))
         }
     };
     let filtered = || {

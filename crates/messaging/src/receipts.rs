@@ -19,7 +19,7 @@ use crate::dispatch::{Delta, settle};
 use crate::messages::Message;
 use crate::schema::{messages, provider_callbacks};
 use crate::send::{NewMessage, encoding_name, new_uid};
-use crate::status::MessageEvent;
+use crate::status::{MessageEvent, MessageStatus};
 use crate::{MessagingService, blacklist, channels};
 
 /// One receipt: delivered, or failed with a reason.
@@ -44,6 +44,8 @@ impl ReceiptItem {
 /// Receipts a provider announced when it took the messages (the sandbox), applied when due.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApplyReceipts {
+    #[serde(default = "crate::service::no_tenant")]
+    pub tenant_id: TenantId,
     pub channel_id: i64,
     pub receipts: Vec<ReceiptItem>,
 }
@@ -52,10 +54,11 @@ impl Job for ApplyReceipts {
     const NAME: &'static str = "messaging.apply_receipts";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
         let mut conn = state.conn().await?;
         let now = state.clock.now();
-        let channel = channels::get(&mut conn, self.channel_id).await?;
+        let channel = channels::get(&mut conn, tenant, self.channel_id).await?;
         apply(&mut conn, &channel, &self.receipts, now).await?;
         Ok(())
     }
@@ -64,6 +67,8 @@ impl Job for ApplyReceipts {
 /// Sent messages whose receipt is overdue: `checking_delivery`, then ask the provider.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckDelivery {
+    #[serde(default = "crate::service::no_tenant")]
+    pub tenant_id: TenantId,
     pub ids: Vec<i64>,
 }
 
@@ -71,8 +76,8 @@ impl Job for CheckDelivery {
     const NAME: &'static str = "messaging.check_delivery";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
-        state.check_delivery(&self.ids).await?;
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        state.check_delivery(crate::service::job_tenant(self.tenant_id, &ctx)?, &self.ids).await?;
         Ok(())
     }
 }
@@ -93,7 +98,7 @@ pub(crate) async fn apply(
         .unzip();
     conn.transaction(async |conn| {
         let done: Vec<Message> = diesel::sql_query(
-            "UPDATE messages SET status = 'delivered', delivered_at = $3, updated_at = $3
+            "UPDATE messages SET status = $6, delivered_at = $3, updated_at = $3
              WHERE tenant_id = $5 AND tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND status = ANY($4)
              RETURNING *",
         )
@@ -102,10 +107,11 @@ pub(crate) async fn apply(
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::Deliver.sources())
         .bind::<BigInt, _>(channel.tenant_id)
+        .bind::<Text, _>(MessageEvent::Deliver.target().as_str())
         .get_results(conn)
         .await?;
         let lost: Vec<Message> = diesel::sql_query(
-            "UPDATE messages m SET status = 'failed', error_message = 'Not delivered: ' || v.reason, updated_at = $4
+            "UPDATE messages m SET status = $7, error_message = 'Not delivered: ' || v.reason, updated_at = $4
              FROM unnest($2::text[], $3::text[]) AS v(gid, reason)
              WHERE m.tenant_id = $6 AND m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid
                AND m.status = ANY($5)
@@ -117,6 +123,7 @@ pub(crate) async fn apply(
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::DeliveryFail.sources())
         .bind::<BigInt, _>(channel.tenant_id)
+        .bind::<Text, _>(MessageEvent::DeliveryFail.target().as_str())
         .get_results(conn)
         .await?;
         let changed: Vec<(Message, Delta)> = done
@@ -324,7 +331,7 @@ impl MessagingService {
                 sender: Some(from.clone()),
                 recipient: sms.to.clone(),
                 body: sms.text.clone(),
-                status: "received",
+                status: MessageStatus::Received.as_str(),
                 media_url: None,
                 media_type: None,
                 error_message: None,
@@ -382,16 +389,18 @@ impl MessagingService {
     /// Moves overdue `sent` messages to `checking_delivery` and asks their provider; a
     /// definite answer is applied like a receipt, `Pending` leaves them checking (a receipt
     /// may still come).
-    pub async fn check_delivery(&self, ids: &[i64]) -> Result<(), Error> {
+    pub async fn check_delivery(&self, tenant: TenantId, ids: &[i64]) -> Result<(), Error> {
         let now = self.clock.now();
         let mut conn = self.conn().await?;
         let overdue: Vec<Message> = diesel::sql_query(
-            "UPDATE messages SET status = 'checking_delivery', updated_at = $2
-             WHERE id = ANY($1) AND status = ANY($3) RETURNING *",
+            "UPDATE messages SET status = $5, updated_at = $2
+             WHERE tenant_id = $4 AND id = ANY($1) AND status = ANY($3) RETURNING *",
         )
         .bind::<Array<BigInt>, _>(ids)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::ReceiptOverdue.sources())
+        .bind::<BigInt, _>(tenant)
+        .bind::<Text, _>(MessageEvent::ReceiptOverdue.target().as_str())
         .get_results(&mut conn)
         .await?;
         let mut by_channel: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
@@ -401,7 +410,7 @@ impl MessagingService {
             }
         }
         for (channel_id, gids) in by_channel {
-            let channel: Channel = channels::get(&mut conn, channel_id).await?;
+            let channel: Channel = channels::get(&mut conn, tenant, channel_id).await?;
             let gateway = self.gateways.sms(&channel)?;
             let answers: Vec<ReceiptItem> = futures_util::stream::iter(gids)
                 .map(|gid| {

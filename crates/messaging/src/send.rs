@@ -15,6 +15,7 @@ use crate::messages::Message;
 use crate::recipients::Recipient;
 use crate::schema::messages;
 use crate::segments::{Encoding, estimate};
+use crate::status::MessageStatus;
 use crate::{MessagingService, blacklist, channels};
 
 /// What an empty message is replaced by (contract: "An empty message is replaced by a generic body").
@@ -205,7 +206,7 @@ pub(crate) struct NewMessage {
 }
 
 pub(crate) fn new_uid() -> String {
-    format!("msg_{}", uuid::Uuid::new_v4().simple())
+    crate::ids::MessageUid::generate().into()
 }
 
 pub(crate) fn encoding_name(encoding: Encoding) -> &'static str {
@@ -239,7 +240,7 @@ pub(crate) async fn enqueue_dispatch(
     run_at: Option<OffsetDateTime>,
 ) -> Result<(), Error> {
     for ids in ids.chunks(chunk.max(1)) {
-        let job = SendMessages { ids: ids.to_vec() };
+        let job = SendMessages { tenant_id: tenant, ids: ids.to_vec() };
         let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() };
         store::jobs::enqueue(conn, &job, options).await?;
     }
@@ -269,10 +270,16 @@ impl MessagingService {
                     .iter()
                     .map(|r| {
                         let (status, error, price) = match (&r.number, &route) {
-                            (None, _) => ("failed", Some(format!("Invalid phone number: {}", r.input)), 0),
-                            (Some(n), _) if opted_out.contains(n) => ("failed", Some(OPTED_OUT.to_owned()), 0),
-                            (Some(_), None) => ("failed", Some(NO_ROUTE.to_owned()), 0),
-                            (Some(n), Some(_)) => ("queued", None, rates.price(n) * i64::from(estimate.segments)),
+                            (None, _) => {
+                                (MessageStatus::Failed.as_str(), Some(format!("Invalid phone number: {}", r.input)), 0)
+                            }
+                            (Some(n), _) if opted_out.contains(n) => {
+                                (MessageStatus::Failed.as_str(), Some(OPTED_OUT.to_owned()), 0)
+                            }
+                            (Some(_), None) => (MessageStatus::Failed.as_str(), Some(NO_ROUTE.to_owned()), 0),
+                            (Some(n), Some(_)) => {
+                                (MessageStatus::Queued.as_str(), None, rates.price(n) * i64::from(estimate.segments))
+                            }
                         };
                         NewMessage {
                             uid: new_uid(),
@@ -303,10 +310,14 @@ impl MessagingService {
                 let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
                 let messages = insert(conn, &rows).await?;
                 // records failed at creation (invalid, opted out, no route) say so too
-                let failed: Vec<(Message, Delta)> =
-                    messages.iter().filter(|m| m.status == "failed").map(|m| (m.clone(), Delta::None)).collect();
+                let failed: Vec<(Message, Delta)> = messages
+                    .iter()
+                    .filter(|m| m.status == MessageStatus::Failed.as_str())
+                    .map(|m| (m.clone(), Delta::None))
+                    .collect();
                 settle(conn, &failed, now).await?;
-                let queued: Vec<i64> = messages.iter().filter(|m| m.status == "queued").map(|m| m.id).collect();
+                let queued: Vec<i64> =
+                    messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
                 // A small immediate send is tried before answering; its job waits a little, as
                 // the fallback should this process die mid-way.
                 let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
@@ -373,7 +384,7 @@ impl MessagingService {
 
     async fn enqueue_later(&self, tenant: TenantId, later: crate::dispatch::Later) -> Result<(), Error> {
         let mut conn = self.conn().await?;
-        let job = SendMessages { ids: later.ids };
+        let job = SendMessages { tenant_id: tenant, ids: later.ids };
         let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
         store::jobs::enqueue(&mut conn, &job, options).await?;
         Ok(())

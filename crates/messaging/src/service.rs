@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kernel::{Clock, Error};
+use kernel::{Clock, Error, TenantId};
 
 use crate::gateways::Gateways;
 
@@ -72,6 +72,21 @@ impl MessagingConfig {
     }
 }
 
+/// The tenant of a job of this crate: its payload's. A payload queued before payloads carried
+/// their tenant reads as tenant 0 ([`no_tenant`]); the job row's tenant, which every messaging
+/// job is enqueued with, stands in for it.
+pub(crate) fn job_tenant(payload: TenantId, ctx: &store::jobs::JobContext) -> Result<TenantId, store::jobs::JobError> {
+    match (payload, ctx.tenant_id) {
+        (TenantId(id), _) if id > 0 => Ok(payload),
+        (_, Some(tenant)) => Ok(tenant),
+        (_, None) => Err(store::jobs::JobError("a messaging job without a tenant".to_owned())),
+    }
+}
+
+pub(crate) fn no_tenant() -> TenantId {
+    TenantId(0)
+}
+
 /// Cheap to clone: everything inside is shared.
 #[derive(Clone)]
 pub struct MessagingService {
@@ -105,5 +120,36 @@ impl MessagingService {
             .register::<crate::receipts::ApplyReceipts>(self.clone())
             .register::<crate::receipts::CheckDelivery>(self.clone())
             .register::<crate::campaigns::DispatchCampaign>(self.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kernel::TenantId;
+    use serde_json::json;
+
+    use crate::campaigns::DispatchCampaign;
+    use crate::dispatch::SendMessages;
+    use crate::receipts::{ApplyReceipts, CheckDelivery};
+
+    #[test]
+    fn job_payloads_carry_their_tenant() {
+        let job = SendMessages { tenant_id: TenantId(7), ids: vec![1, 2] };
+        assert_eq!(serde_json::to_value(&job).ok(), Some(json!({"tenant_id": 7, "ids": [1, 2]})));
+    }
+
+    #[test]
+    fn payloads_queued_before_they_carried_a_tenant_still_read() {
+        let send: SendMessages = serde_json::from_value(json!({"ids": [1]})).expect("send");
+        assert_eq!(send.tenant_id, TenantId(0));
+        let check: CheckDelivery = serde_json::from_value(json!({"ids": [1]})).expect("check");
+        assert_eq!(check.tenant_id, TenantId(0));
+        let receipts: ApplyReceipts =
+            serde_json::from_value(json!({"channel_id": 3, "receipts": []})).expect("receipts");
+        assert_eq!(receipts.tenant_id, TenantId(0));
+        let token = uuid::Uuid::nil();
+        let campaign: DispatchCampaign =
+            serde_json::from_value(json!({"campaign_id": 4, "token": token})).expect("campaign");
+        assert_eq!((campaign.tenant_id, campaign.campaign_id.0), (TenantId(0), 4));
     }
 }

@@ -33,7 +33,7 @@ pub async fn get_message(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.messaging.message(&auth.0, &MessageRef::parse(&path)).await?))
+    Ok(ok(state.messaging.message(&auth.0, &kernel::parse_id::<MessageRef>(&path, "Message")?).await?))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -83,7 +83,7 @@ pub async fn view_campaign(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.messaging.campaign(&auth.0, &CampaignRef::parse(&path)).await?))
+    Ok(ok(state.messaging.campaign(&auth.0, &kernel::parse_id::<CampaignRef>(&path, "Campaign")?).await?))
 }
 
 /// Resume a paused campaign.
@@ -96,7 +96,7 @@ pub async fn resume_campaign(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.messaging.resume_campaign(&auth.0, &CampaignRef::parse(&path)).await?))
+    Ok(ok(state.messaging.resume_campaign(&auth.0, &kernel::parse_id::<CampaignRef>(&path, "Campaign")?).await?))
 }
 
 /// Cancel a campaign: messages not yet handed to the provider are not sent (and refunded).
@@ -109,7 +109,7 @@ pub async fn cancel_campaign(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.messaging.cancel_campaign(&auth.0, &CampaignRef::parse(&path)).await?))
+    Ok(ok(state.messaging.cancel_campaign(&auth.0, &kernel::parse_id::<CampaignRef>(&path, "Campaign")?).await?))
 }
 
 /// Numbers that opted out, newest first.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ::contacts::schema::contacts;
+use ::contacts::recipients;
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, ErrorKind, TenantId};
@@ -12,17 +12,20 @@ use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{CampaignRow, emit};
+use super::{CampaignEvent, CampaignId, CampaignRow, CampaignStatus, emit};
 use crate::channels::RateCard;
 use crate::personalize::{ContactVars, Template};
 use crate::schema::campaigns;
 use crate::send::{NO_ROUTE, NewMessage, encoding_name, enqueue_dispatch, new_uid};
-use crate::{MessagingService, channels};
+use crate::status::MessageStatus;
+use crate::{MessagingService, blacklist, channels};
 
 /// Writes one batch of a campaign's messages, then queues the next batch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DispatchCampaign {
-    pub campaign_id: i64,
+    #[serde(default = "crate::service::no_tenant")]
+    pub tenant_id: TenantId,
+    pub campaign_id: CampaignId,
     /// Only the chain holding the campaign's current token runs (resuming issues a new one).
     pub token: Uuid,
 }
@@ -31,42 +34,30 @@ impl Job for DispatchCampaign {
     const NAME: &'static str = "messaging.dispatch_campaign";
     type State = MessagingService;
 
-    async fn run(self, state: Arc<MessagingService>, _ctx: JobContext) -> Result<(), JobError> {
-        state.dispatch_campaign(self.campaign_id, self.token).await?;
+    async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
+        let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
+        state.dispatch_campaign(tenant, self.campaign_id, self.token).await?;
         Ok(())
     }
 }
 
-/// The contacts of a group that dispatch messages, after `after` and up to `last`: those with
-/// a number that is not blacklisted (contract: dispatch skips both; `is_subscribed` is not read).
-pub(super) fn eligible(
-    tenant: i64,
-    group: i64,
-    after: i64,
-    last: i64,
-) -> contacts::BoxedQuery<'static, diesel::pg::Pg> {
-    contacts::table
-        .filter(contacts::tenant_id.eq(tenant))
-        .filter(contacts::group_id.eq(group))
-        .filter(contacts::id.gt(after))
-        .filter(contacts::id.le(last))
-        .filter(contacts::phone_number.ne(""))
-        .filter(diesel::dsl::sql::<diesel::sql_types::Bool>(
-            "NOT EXISTS (SELECT 1 FROM sms_blacklist b
-                         WHERE b.tenant_id = contacts.tenant_id AND b.number = '+' || contacts.full_phone_number)",
-        ))
-        .into_boxed()
+/// How many contacts of a group up to the contact id `last` dispatch messages: those with a
+/// number that is not blacklisted (contract: dispatch skips both; `is_subscribed` is not read).
+pub(super) async fn eligible(conn: &mut store::Conn, tenant: TenantId, group: i64, last: i64) -> Result<i64, Error> {
+    let opted_out = blacklist::all(conn, tenant).await?;
+    recipients::count(conn, tenant, group, last, &opted_out).await
 }
 
 /// Adds to a campaign's counts and completes it when every written message has left the queue.
 pub(crate) async fn count(
     conn: &mut store::Conn,
+    tenant: TenantId,
     campaign: i64,
     sent: i32,
     failed: i32,
     now: OffsetDateTime,
 ) -> Result<(), Error> {
-    diesel::update(campaigns::table.find(campaign))
+    diesel::update(campaigns::table.find(campaign).filter(campaigns::tenant_id.eq(tenant.0)))
         .set((
             campaigns::sent_count.eq(campaigns::sent_count + sent),
             campaigns::failed_count.eq(campaigns::failed_count + failed),
@@ -74,21 +65,27 @@ pub(crate) async fn count(
         ))
         .execute(conn)
         .await?;
-    complete_if_done(conn, campaign, now).await
+    complete_if_done(conn, tenant, campaign, now).await
 }
 
 /// contract: running -> completed when all recipient jobs are dispatched.
-async fn complete_if_done(conn: &mut store::Conn, campaign: i64, now: OffsetDateTime) -> Result<(), Error> {
+async fn complete_if_done(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    campaign: i64,
+    now: OffsetDateTime,
+) -> Result<(), Error> {
     let done: Option<CampaignRow> = diesel::update(
         campaigns::table
             .find(campaign)
-            .filter(campaigns::status.eq("running"))
+            .filter(campaigns::tenant_id.eq(tenant.0))
+            .filter(campaigns::status.eq_any(CampaignEvent::Complete.sources()))
             .filter(campaigns::last_contact_id.is_not_null())
             .filter(campaigns::cursor.nullable().ge(campaigns::last_contact_id))
             .filter((campaigns::sent_count + campaigns::failed_count).ge(campaigns::dispatched)),
     )
     .set((
-        campaigns::status.eq("completed"),
+        campaigns::status.eq(CampaignEvent::Complete.target()),
         campaigns::completed_at.eq(now),
         campaigns::updated_at.eq(now),
         campaigns::total_recipients.eq(campaigns::dispatched),
@@ -105,27 +102,27 @@ async fn complete_if_done(conn: &mut store::Conn, campaign: i64, now: OffsetDate
 
 impl MessagingService {
     /// One step of a campaign's dispatch chain (see [`DispatchCampaign`]).
-    pub async fn dispatch_campaign(&self, campaign_id: i64, token: Uuid) -> Result<(), Error> {
+    pub async fn dispatch_campaign(&self, tenant: TenantId, campaign_id: CampaignId, token: Uuid) -> Result<(), Error> {
         let now = self.clock.now();
         let config = self.config.clone();
         let mut conn = self.conn().await?;
         conn.transaction(async |conn| {
             let row: Option<CampaignRow> = campaigns::table
-                .find(campaign_id)
+                .find(campaign_id.0)
+                .filter(campaigns::tenant_id.eq(tenant.0))
                 .for_update()
                 .select(CampaignRow::as_select())
                 .first(conn)
                 .await
                 .optional()?;
             let Some(mut row) = row else { return Ok(()) };
-            if row.dispatch_token != token || matches!(row.status.as_str(), "completed" | "cancelled") {
+            if row.dispatch_token != token || row.status.is_final() {
                 return Ok(());
             }
-            let tenant = TenantId(row.tenant_id);
             let Some(group) = row.contact_group_id else {
                 return cancel_for(conn, row, "The contact group was deleted.", now).await;
             };
-            if row.status == "draft" || row.status == "scheduled" {
+            if let Ok(running) = row.status.apply(CampaignEvent::Start) {
                 // contract: draft/scheduled -> running when dispatch starts (the path is ours)
                 let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
                     Ok(Some(route)) => route,
@@ -134,17 +131,11 @@ impl MessagingService {
                     Err(e) if e.kind == ErrorKind::Validation => return cancel_for(conn, row, &e.message, now).await,
                     Err(e) => return Err(e),
                 };
-                let last: Option<i64> = contacts::table
-                    .filter(contacts::tenant_id.eq(tenant.0))
-                    .filter(contacts::group_id.eq(group))
-                    .select(diesel::dsl::max(contacts::id))
-                    .first(conn)
-                    .await?;
-                let last = last.unwrap_or(0);
-                let total: i64 = eligible(tenant.0, group, 0, last).count().get_result(conn).await?;
+                let last = recipients::last_id(conn, tenant, group).await?;
+                let total = eligible(conn, tenant, group, last).await?;
                 row = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                     .set((
-                        campaigns::status.eq("running"),
+                        campaigns::status.eq(running),
                         campaigns::tenant_channel_id.eq(route.channel.id),
                         campaigns::channel_code.eq(&route.channel.code),
                         campaigns::last_contact_id.eq(last),
@@ -156,36 +147,28 @@ impl MessagingService {
                     .await?;
             }
             let last = row.last_contact_id.unwrap_or(0);
-            let batch: Vec<(i64, String, String, String, String, serde_json::Value)> =
-                eligible(tenant.0, group, row.cursor, last)
-                    .order(contacts::id)
-                    .limit(config.campaign_batch)
-                    .select((
-                        contacts::id,
-                        contacts::name,
-                        contacts::country_code,
-                        contacts::phone_number,
-                        contacts::full_phone_number,
-                        contacts::custom_field_values,
-                    ))
-                    .load(conn)
-                    .await?;
+            // One page of the group's contacts (keyset, by id), then its opted-out numbers left out.
+            let batch = recipients::page(conn, tenant, group, row.cursor, last, config.campaign_batch).await?;
             let finished = (batch.len() as i64) < config.campaign_batch;
+            let next_cursor = if finished { last } else { batch.last().map_or(last, |c| c.id) };
+            let numbers: Vec<String> = batch.iter().map(::contacts::recipients::Recipient::e164).collect();
+            let opted_out = blacklist::listed(conn, tenant, &numbers).await?;
             let template = Template::parse(&row.message);
             let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
             let empty = serde_json::Map::new();
             let rows: Vec<NewMessage> = batch
                 .iter()
-                .map(|(id, name, country_code, phone_number, full, fields)| {
+                .zip(numbers)
+                .filter(|(_, recipient)| !opted_out.contains(recipient))
+                .map(|(contact, recipient)| {
                     let vars = ContactVars {
-                        name,
-                        country_code,
-                        phone_number,
-                        custom_fields: fields.as_object().unwrap_or(&empty),
+                        name: &contact.name,
+                        country_code: &contact.country_code,
+                        phone_number: &contact.phone_number,
+                        custom_fields: contact.custom_field_values.as_object().unwrap_or(&empty),
                     };
                     let body = template.render(&vars);
                     let estimate = crate::segments::estimate(&body);
-                    let recipient = format!("+{full}");
                     NewMessage {
                         uid: new_uid(),
                         tenant_id: tenant.0,
@@ -197,7 +180,7 @@ impl MessagingService {
                         price_minor: rates.price(&recipient) * i64::from(estimate.segments),
                         recipient,
                         body,
-                        status: "queued",
+                        status: MessageStatus::Queued.as_str(),
                         media_url: None,
                         media_type: None,
                         error_message: None,
@@ -205,7 +188,7 @@ impl MessagingService {
                         segments: estimate.segments as i32,
                         encoding: encoding_name(estimate.encoding),
                         campaign_id: Some(row.id),
-                        contact_id: Some(*id),
+                        contact_id: Some(contact.id),
                         scheduled_at: None,
                         created_at: now,
                         updated_at: now,
@@ -230,15 +213,20 @@ impl MessagingService {
                 Err(e) if e.kind == ErrorKind::PaymentRequired => {
                     // contract: a prepaid balance that cannot afford it pauses the campaign; it
                     // looks again periodically and after each top-up (docs/api.md)
+                    // a paused campaign that still cannot pay stays paused
+                    let paused = match row.status {
+                        CampaignStatus::Paused => CampaignStatus::Paused,
+                        status => status.apply(CampaignEvent::Pause)?,
+                    };
                     diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                         .set((
-                            campaigns::status.eq("paused"),
+                            campaigns::status.eq(paused),
                             campaigns::status_reason.eq(e.message.clone()),
                             campaigns::updated_at.eq(now),
                         ))
                         .execute(conn)
                         .await?;
-                    let job = DispatchCampaign { campaign_id: row.id, token };
+                    let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
                     let run_at =
                         Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
                     // one periodic check per chain, however many top-ups fall short
@@ -251,25 +239,27 @@ impl MessagingService {
             };
             // A paused campaign that can pay again runs with a new chain, so that any other
             // job holding the old token (a periodic check, a top-up) stops.
-            let token = if row.status == "paused" { Uuid::new_v4() } else { token };
+            let (status, token) = match row.status {
+                CampaignStatus::Paused => (row.status.apply(CampaignEvent::Resume)?, Uuid::new_v4()),
+                status => (status, token),
+            };
             let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
             enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
-            let cursor = if finished { last } else { batch.last().map_or(last, |c| c.0) };
             diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                 .set((
-                    campaigns::status.eq("running"),
+                    campaigns::status.eq(status),
                     campaigns::status_reason.eq(None::<String>),
                     campaigns::dispatch_token.eq(token),
-                    campaigns::cursor.eq(cursor),
+                    campaigns::cursor.eq(next_cursor),
                     campaigns::dispatched.eq(campaigns::dispatched + i32::try_from(ids.len()).unwrap_or(i32::MAX)),
                     campaigns::updated_at.eq(now),
                 ))
                 .execute(conn)
                 .await?;
             if finished {
-                complete_if_done(conn, row.id, now).await?;
+                complete_if_done(conn, tenant, row.id, now).await?;
             } else {
-                let job = DispatchCampaign { campaign_id: row.id, token };
+                let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
             }
             Ok(())
@@ -280,8 +270,9 @@ impl MessagingService {
 
 /// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.
 async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now: OffsetDateTime) -> Result<(), Error> {
+    let cancelled = row.status.apply(CampaignEvent::Cancel)?;
     let row: CampaignRow = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
-        .set((campaigns::status.eq("cancelled"), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
+        .set((campaigns::status.eq(cancelled), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
         .returning(CampaignRow::as_returning())
         .get_result(conn)
         .await?;
@@ -293,12 +284,12 @@ async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now:
 pub async fn wallet_topped_up(conn: &mut store::Conn, tenant: TenantId) -> Result<usize, Error> {
     let paused: Vec<(i64, Uuid)> = campaigns::table
         .filter(campaigns::tenant_id.eq(tenant.0))
-        .filter(campaigns::status.eq("paused"))
+        .filter(campaigns::status.eq(CampaignStatus::Paused))
         .select((campaigns::id, campaigns::dispatch_token))
         .load(conn)
         .await?;
     for (campaign_id, token) in &paused {
-        let job = DispatchCampaign { campaign_id: *campaign_id, token: *token };
+        let job = DispatchCampaign { tenant_id: tenant, campaign_id: CampaignId(*campaign_id), token: *token };
         store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
     }
     Ok(paused.len())

@@ -3,6 +3,7 @@
 //! priced and paid-for messages, so 100,000 contacts are never one transaction or one job.
 
 mod dispatch;
+mod status;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -15,6 +16,9 @@ use uuid::Uuid;
 pub(crate) use dispatch::count;
 use dispatch::eligible;
 pub use dispatch::{DispatchCampaign, wallet_topped_up};
+pub use status::{CampaignEvent, CampaignStatus, IllegalTransition, TRANSITIONS};
+
+pub use crate::ids::{CampaignId, CampaignRef, CampaignUid};
 
 use crate::channels::Route;
 use crate::dispatch::{Delta, settle};
@@ -51,7 +55,8 @@ pub struct Campaign {
     pub uid: String,
     pub name: String,
     /// `draft`, `scheduled`, `running`, `paused`, `completed`, `cancelled`.
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: CampaignStatus,
     /// Why it is paused or cancelled.
     pub status_reason: Option<String>,
     pub channel_type: String,
@@ -86,7 +91,7 @@ pub(crate) struct CampaignRow {
     uid: String,
     tenant_id: i64,
     name: String,
-    status: String,
+    status: CampaignStatus,
     status_reason: Option<String>,
     channel_type: String,
     tenant_channel_id: Option<i64>,
@@ -131,17 +136,18 @@ impl CampaignRow {
     }
 }
 
-/// A campaign in a path: numeric id or public uid.
-pub enum CampaignRef {
-    Id(i64),
-    Uid(String),
-}
-
-impl CampaignRef {
-    pub fn parse(raw: &str) -> Self {
-        // no uid holds a NUL (PostgreSQL text cannot), so such a path names nothing
-        raw.parse::<i64>().map_or_else(|_| Self::Uid(raw.replace('\0', "\u{fffd}")), Self::Id)
-    }
+/// The campaign of `tenant` that `campaign` names; another tenant's is `None`.
+pub(crate) async fn id_of(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    campaign: &CampaignRef,
+) -> Result<Option<CampaignId>, Error> {
+    let query = campaigns::table.filter(campaigns::tenant_id.eq(tenant.0)).select(campaigns::id).into_boxed();
+    let query = match campaign {
+        CampaignRef::Id(id) => query.filter(campaigns::id.eq(id.0)),
+        CampaignRef::Uid(uid) => query.filter(campaigns::uid.eq(uid)),
+    };
+    Ok(query.first::<i64>(conn).await.optional()?.map(CampaignId))
 }
 
 /// The campaign's group, read within the campaign's tenant.
@@ -225,16 +231,17 @@ impl MessagingService {
             .transaction(async |conn| {
                 let mut rows = Vec::new();
                 for (group_id, _, group_name) in groups {
+                    // insertions, not transitions: a campaign starts draft, scheduled or cancelled
                     let (status, reason) = match (&route, due) {
-                        (None, _) => ("cancelled", Some(NO_ROUTE.to_owned())),
-                        (Some(_), Some(_)) => ("scheduled", None),
-                        (Some(_), None) => ("draft", None),
+                        (None, _) => (CampaignStatus::Cancelled, Some(NO_ROUTE.to_owned())),
+                        (Some(_), Some(_)) => (CampaignStatus::Scheduled, None),
+                        (Some(_), None) => (CampaignStatus::Draft, None),
                     };
-                    let total: i64 = eligible(tenant.0, group_id, 0, i64::MAX).count().get_result(conn).await?;
+                    let total = eligible(conn, tenant, group_id, i64::MAX).await?;
                     let token = Uuid::new_v4();
                     let row: CampaignRow = diesel::insert_into(campaigns::table)
                         .values((
-                            campaigns::uid.eq(format!("cmp_{}", Uuid::new_v4().simple())),
+                            campaigns::uid.eq(CampaignUid::generate()),
                             campaigns::tenant_id.eq(tenant.0),
                             campaigns::name.eq(req
                                 .name
@@ -257,10 +264,10 @@ impl MessagingService {
                         .returning(CampaignRow::as_returning())
                         .get_result(conn)
                         .await?;
-                    if status == "cancelled" {
+                    if status == CampaignStatus::Cancelled {
                         emit(conn, "campaign.failed", row.clone(), now).await?;
                     } else {
-                        let job = DispatchCampaign { campaign_id: row.id, token };
+                        let job = DispatchCampaign { tenant_id: tenant, campaign_id: CampaignId(row.id), token };
                         let options = Enqueue { tenant_id: Some(tenant), run_at: due, ..Default::default() };
                         store::jobs::enqueue(conn, &job, options).await?;
                     }
@@ -285,7 +292,7 @@ impl MessagingService {
         let query =
             campaigns::table.filter(campaigns::tenant_id.eq(tenant.0)).select(CampaignRow::as_select()).into_boxed();
         let query = match campaign {
-            CampaignRef::Id(id) => query.filter(campaigns::id.eq(*id)),
+            CampaignRef::Id(id) => query.filter(campaigns::id.eq(id.0)),
             CampaignRef::Uid(uid) => query.filter(campaigns::uid.eq(uid.clone())),
         };
         query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Campaign"))
@@ -326,17 +333,17 @@ impl MessagingService {
         let row = conn
             .transaction(async |conn| {
                 let row = Self::locked_row(conn, tenant, campaign).await?;
-                if row.status != "paused" {
+                let Ok(status) = row.status.apply(CampaignEvent::Resume) else {
                     return Err(Error::conflict(format!(
                         "Only a paused campaign can be resumed; this one is {}.",
                         row.status
                     )));
-                }
+                };
                 let token = Uuid::new_v4();
                 let row: CampaignRow =
                     diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                         .set((
-                            campaigns::status.eq("running"),
+                            campaigns::status.eq(status),
                             campaigns::status_reason.eq(None::<String>),
                             campaigns::dispatch_token.eq(token),
                             campaigns::updated_at.eq(now),
@@ -344,7 +351,7 @@ impl MessagingService {
                         .returning(CampaignRow::as_returning())
                         .get_result(conn)
                         .await?;
-                let job = DispatchCampaign { campaign_id: row.id, token };
+                let job = DispatchCampaign { tenant_id: tenant, campaign_id: CampaignId(row.id), token };
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
                 Ok(row)
             })
@@ -364,13 +371,13 @@ impl MessagingService {
         let row = conn
             .transaction(async |conn| {
                 let row = Self::locked_row(conn, tenant, campaign).await?;
-                if row.status == "completed" || row.status == "cancelled" {
+                let Ok(status) = row.status.apply(CampaignEvent::Cancel) else {
                     return Err(Error::conflict(format!("The campaign is already {}.", row.status)));
-                }
+                };
                 let row: CampaignRow =
                     diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
                         .set((
-                            campaigns::status.eq("cancelled"),
+                            campaigns::status.eq(status),
                             campaigns::status_reason.eq("Cancelled through the API."),
                             campaigns::dispatch_token.eq(Uuid::new_v4()),
                             campaigns::updated_at.eq(now),
@@ -380,6 +387,7 @@ impl MessagingService {
                         .await?;
                 let dropped: Vec<Message> = diesel::update(
                     messages::table
+                        .filter(messages::tenant_id.eq(row.tenant_id))
                         .filter(messages::campaign_id.eq(row.id))
                         .filter(messages::status.eq_any(MessageEvent::Cancel.sources())),
                 )
@@ -396,7 +404,7 @@ impl MessagingService {
                     .await?;
                 let changed: Vec<(Message, Delta)> = dropped.into_iter().map(|m| (m, Delta::Failed)).collect();
                 settle(conn, &changed, now).await?;
-                Self::campaign_row(conn, tenant, &CampaignRef::Id(row.id)).await
+                Self::campaign_row(conn, tenant, &CampaignRef::Id(CampaignId(row.id))).await
             })
             .await?;
         let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
