@@ -3,8 +3,8 @@
 //! same thing on every route.
 
 use serde::{Deserialize, Deserializer};
-use utoipa::ToSchema;
 use utoipa::__dev::ComposeSchema;
+use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 
