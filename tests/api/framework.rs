@@ -76,6 +76,22 @@ async fn a_wrong_method_is_a_405_envelope() {
 }
 
 #[actix_web::test]
+async fn a_405_names_the_allowed_methods() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for (method, path, allowed) in [
+        ("PUT", "/api/v3/me", "GET, HEAD"),
+        ("TRACE", "/api/v3/leads/x", "GET, HEAD, PATCH, DELETE"),
+        ("PUT", GROUPS, "GET, HEAD, POST"),
+        ("GET", "/api/v3/contacts/1/store", "POST"),
+    ] {
+        let res = app.request(method, path, Some(&account.key), None).await;
+        assert_error(&res, 405);
+        assert_eq!(res.header("allow"), Some(allowed), "{method} {path}");
+    }
+}
+
+#[actix_web::test]
 async fn malformed_json_is_a_422_naming_the_body() {
     let app = spawn().await;
     let account = app.account("all").await;

@@ -429,14 +429,14 @@ pub async fn bench(
 }
 
 /// The release gateway with this run's database.
-fn gateway_command(gateway: &Path, database_url: &str, root: &Path, args: &[&str]) -> Command {
+pub(crate) fn gateway_command(gateway: &Path, database_url: &str, root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(gateway);
     cmd.args(args).env("DATABASE_URL", database_url).env("RUST_LOG", "warn").current_dir(root);
     cmd
 }
 
 /// Runs `gateway admin ...` and returns the line it printed (an id or a key).
-async fn admin(interrupts: &mut Interrupts, mut cmd: Command) -> Result<String> {
+pub(crate) async fn admin(interrupts: &mut Interrupts, mut cmd: Command) -> Result<String> {
     let what = crate::process::describe(cmd.as_std());
     let output = interrupts.output(cmd.stdout(Stdio::piped())).await?;
     require_success(output.status, &what)?;
@@ -902,12 +902,12 @@ impl Gateway {
     }
 }
 
-/// Stops the bench cluster however the run ends; its data stays for a look until the next run.
-struct StopOnExit(Cluster);
+/// Stops a throwaway cluster (bench, fuzz) however the run ends; its data stays for a look until the next run.
+pub(crate) struct StopOnExit(pub Cluster);
 
 impl StopOnExit {
     /// A cluster left by an earlier run is stopped and deleted: every run starts from scratch.
-    fn wiped(self) -> Result<Self> {
+    pub(crate) fn wiped(self) -> Result<Self> {
         if self.0.is_running() {
             self.0.stop()?;
         }
@@ -921,7 +921,7 @@ impl StopOnExit {
 impl Drop for StopOnExit {
     fn drop(&mut self) {
         if self.0.is_running() {
-            println!("xtask: stopping the bench database (data kept in {})", self.0.dir().display());
+            println!("xtask: stopping the database (data kept in {})", self.0.dir().display());
             if let Err(error) = self.0.stop() {
                 eprintln!("xtask: could not stop the bench database: {error}");
             }

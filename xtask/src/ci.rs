@@ -1,9 +1,10 @@
-//! `cargo xtask ci`: format check, clippy with warnings denied, then `cargo xtask test`.
+//! `cargo xtask ci`: format check, clippy with warnings denied, `cargo xtask test`, then
+//! `cargo xtask fuzz` with a time budget.
 
 use std::process::{Command, ExitCode, Stdio};
 
 use crate::process::{Interrupts, exit_code};
-use crate::{Result, Workspace, test};
+use crate::{Result, Workspace, fuzz, test};
 
 const CHECKS: [&[&str]; 2] =
     [&["fmt", "--all", "--check"], &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]];
@@ -19,8 +20,17 @@ pub async fn ci(workspace: &Workspace, interrupts: &mut Interrupts) -> Result<Ex
         }
     }
     println!("xtask: cargo xtask test");
-    test::test(workspace, interrupts, &[]).await
+    let tested = test::test(workspace, interrupts, &[]).await?;
+    if tested != ExitCode::SUCCESS {
+        return Ok(tested);
+    }
+    println!("xtask: cargo xtask fuzz --max-time {FUZZ_SECONDS}");
+    let options = fuzz::Options { max_time: FUZZ_SECONDS, seed: 1, update_baseline: false };
+    fuzz::fuzz(workspace, interrupts, options).await
 }
+
+/// Schemathesis's budget in CI: its coverage phase and a few thousand fuzzed cases.
+const FUZZ_SECONDS: u64 = 180;
 
 /// A minimal toolchain lacks these components; rustup can add them.
 fn ensure_rustfmt_and_clippy(workspace: &Workspace) {

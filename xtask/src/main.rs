@@ -4,6 +4,7 @@
 
 mod bench;
 mod ci;
+mod fuzz;
 mod pg;
 mod process;
 mod run;
@@ -45,6 +46,20 @@ enum Command {
     },
     /// What CI runs: format check, clippy with warnings denied, then `test`
     Ci,
+    /// Schemathesis over the OpenAPI description against a release gateway with seeded data:
+    /// no server error, no undocumented status, no schema-violating request accepted
+    Fuzz {
+        /// Time budget of the schemathesis run, in seconds
+        #[arg(long, default_value_t = 300)]
+        max_time: u64,
+        /// Seed of the generated cases, so that a failure can be replayed
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Accept this run's failures into xtask/fuzz-baseline.json and drop those it no
+        /// longer finds
+        #[arg(long)]
+        update_baseline: bool,
+    },
     /// Build the release gateway, load a fresh database, drive the API and the same work as raw
     /// SQL, and report rates, latencies and memory against the targets (target/bench/latest.json)
     Bench {
@@ -77,6 +92,9 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
         Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
+        Command::Fuzz { max_time, seed, update_baseline } => {
+            fuzz::fuzz(&workspace, &mut interrupts, fuzz::Options { max_time, seed, update_baseline }).await
+        }
         Command::Bench { quick, only } => bench::bench(&workspace, &mut interrupts, quick, only).await,
     }
 }

@@ -182,12 +182,93 @@ impl Modify for BearerAuth {
         crate::hooks::inbound,
     ),
     components(schemas(ErrorEnvelope, DataErrorEnvelope, DataErrorDetail)),
-    modifiers(&BearerAuth)
+    modifiers(&BearerAuth, &Refusable)
 )]
 pub struct ApiDoc;
 
+/// The statuses any operation may answer before or beside what it does, documented on every
+/// operation that can meet them (a handler documents its own where it says more): a 404 for a
+/// path id that names nothing of the caller's, a 422 for a query or body its reader refuses,
+/// and a 413 or 415 for a body too large or not JSON. Each in its route family's envelope.
+struct Refusable;
+
+impl Modify for Refusable {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let envelope = if path.starts_with("/api/v3/data/") { "DataErrorEnvelope" } else { "ErrorEnvelope" };
+            let response = |description: &str| {
+                ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new().schema(Some(Ref::from_schema_name(envelope))).build(),
+                    )
+                    .build()
+            };
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let parameters = operation.parameters.as_deref().unwrap_or_default();
+                let in_path = parameters.iter().any(|p| p.parameter_in == ParameterIn::Path);
+                let in_query = parameters.iter().any(|p| p.parameter_in == ParameterIn::Query);
+                let has_body = operation.request_body.is_some();
+                let responses = &mut operation.responses.responses;
+                let mut add = |status: &str, description: &str| {
+                    responses.entry(status.to_owned()).or_insert_with(|| response(description).into());
+                };
+                if in_path {
+                    add("404", "Nothing of the caller's has this id (a malformed id included).");
+                }
+                if in_query || has_body {
+                    add("422", "The query or the body is refused; `errors` names each field.");
+                }
+                if has_body {
+                    add("413", "The body is larger than the limit.");
+                    add("415", "The body is declared as something other than JSON.");
+                }
+            }
+        }
+    }
+}
+
 pub fn openapi_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// The methods the description lists for a route pattern (`/api/v3/leads/{lead}`), as an
+/// `Allow` header's value: a 405 names them (RFC 9110).
+pub fn allowed_methods(pattern: &str) -> Option<&'static str> {
+    static ALLOWED: std::sync::LazyLock<std::collections::HashMap<String, String>> = std::sync::LazyLock::new(|| {
+        let document = ApiDoc::openapi();
+        document
+            .paths
+            .paths
+            .iter()
+            .map(|(path, item)| {
+                let methods = [
+                    ("GET", item.get.is_some()),
+                    ("HEAD", item.get.is_some() || item.head.is_some()),
+                    ("POST", item.post.is_some()),
+                    ("PUT", item.put.is_some()),
+                    ("PATCH", item.patch.is_some()),
+                    ("DELETE", item.delete.is_some()),
+                ];
+                let allowed: Vec<&str> = methods.iter().filter(|(_, on)| *on).map(|(m, _)| *m).collect();
+                (path.clone(), allowed.join(", "))
+            })
+            .collect()
+    });
+    ALLOWED.get(pattern).map(String::as_str)
 }
 
 pub async fn openapi() -> HttpResponse {

@@ -20,10 +20,13 @@ pub struct PageRequest {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// 1-based page number.
+    #[param(value_type = Option<i64>)]
     pub page: Option<String>,
     /// Rows per page (cap 100); wins over `per_page`.
+    #[param(value_type = Option<i64>)]
     pub limit: Option<String>,
     /// Rows per page (cap 100).
+    #[param(value_type = Option<i64>)]
     pub per_page: Option<String>,
 }
 
@@ -67,10 +70,13 @@ impl PageRequest {
 #[into_params(parameter_in = Query)]
 pub struct TimelineQuery {
     /// The `next_before` of the previous page.
+    #[param(value_type = Option<i64>)]
     pub before: Option<String>,
     /// Entries per page (default 50, cap 100); wins over `per_page`.
+    #[param(value_type = Option<i64>)]
     pub limit: Option<String>,
     /// Entries per page (default 50, cap 100).
+    #[param(value_type = Option<i64>)]
     pub per_page: Option<String>,
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
-use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use actix_web::http::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, web};
 use tracing::Instrument;
@@ -62,6 +62,12 @@ pub async fn observe(
     if (status.is_client_error() || status.is_server_error()) && !is_json {
         let replacement = framework_error(status, framework_message(status));
         res = res.into_response(replacement).map_into_boxed_body();
+    }
+    if status == StatusCode::METHOD_NOT_ALLOWED && !res.headers().contains_key(ALLOW) {
+        let allowed = res.request().match_pattern().and_then(|pattern| crate::docs::allowed_methods(&pattern));
+        if let Some(allowed) = allowed.and_then(|a| HeaderValue::from_str(a).ok()) {
+            res.headers_mut().insert(ALLOW, allowed);
+        }
     }
 
     let headers = res.headers_mut();

@@ -1,0 +1,309 @@
+//! `cargo xtask fuzz`: the OpenAPI description and the parser must not drift. Schemathesis
+//! (installed with pip into target/fuzz-venv, version pinned) reads `/api-docs/openapi.json`
+//! from a release gateway on a fresh database seeded through the API, so that path ids
+//! resolve, and runs its examples, coverage and fuzzing phases with every check: no server
+//! error, no undocumented status, no schema-violating request accepted, no response that
+//! breaks its schema, and no operation that rejects most of the data its own schema allows
+//! (the `validation_mismatch` warning fails the run). The report lands in target/fuzz/.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
+
+use reqwest::{Client, Method};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use crate::bench::{StopOnExit, admin, gateway_command};
+use crate::pg::{self, Cluster, Server};
+use crate::process::{Interrupts, exit_code, require_success};
+use crate::{Result, Workspace};
+
+/// The schemathesis the checks are written against; a newer one may add checks or change them.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+const DATABASE: &str = "fuzz";
+/// Warnings that fail the run: each means part of the API went untested or is described wrong.
+const FAIL_ON: &[&str] = &["validation_mismatch", "missing_test_data", "unresolvable_reference", "missing_auth"];
+
+/// What a run takes from the command line.
+pub struct Options {
+    /// Time budget of the schemathesis run, in seconds.
+    pub max_time: u64,
+    pub seed: u64,
+    /// Record this run's failures in the baseline (and drop those it no longer finds).
+    pub update_baseline: bool,
+}
+
+/// The failures accepted for now, each a known gap between the description and the service
+/// (docs/architecture.md, "Tests"); a failure not in it fails the run. Kept in the repository.
+const BASELINE: &str = "xtask/fuzz-baseline.json";
+
+pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: Options) -> Result<ExitCode> {
+    let Options { max_time, seed, update_baseline } = options;
+    // reqwest is built without a default TLS provider; a client needs one even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let out = workspace.target.join("fuzz");
+    fs::create_dir_all(&out)?;
+    let schemathesis = install(workspace, interrupts).await?;
+
+    println!("xtask: cargo build --release -p gateway");
+    let status = interrupts.run(workspace.cargo().args(["build", "--release", "-p", "gateway"])).await?;
+    require_success(status, "cargo build --release -p gateway")?;
+    let gateway = workspace.target.join("release").join("gateway");
+
+    let server = Server::locate()?;
+    let mut cluster = StopOnExit(Cluster::new(&server, &workspace.target.join("fuzz-postgres"))?).wiped()?;
+    cluster.0.init()?;
+    cluster.0.start(pg::free_port()?, pg::TEST_SETTINGS)?;
+    cluster.0.wait_ready().await?;
+    cluster.0.create_database(DATABASE).await?;
+    let database_url = cluster.0.url(DATABASE);
+    let command = |args: &[&str]| gateway_command(&gateway, &database_url, &workspace.root, args);
+    require_success(interrupts.run(&mut command(&["migrate"])).await?, "gateway migrate")?;
+    let demo: Value = serde_json::from_str(&admin(interrupts, command(&["admin", "demo", "--json"])).await?)?;
+    let key = demo["key"].as_str().ok_or("`gateway admin demo --json` printed no key")?.to_owned();
+    let tenant = demo["tenant_id"].as_i64().ok_or("`gateway admin demo --json` printed no tenant_id")?.to_string();
+    let file = out.join("seed.txt");
+    fs::write(&file, "a file the fuzzer may read\n")?;
+    let file = file.to_string_lossy().into_owned();
+    let file_id = admin(interrupts, command(&["admin", "data-file", "add", "--tenant", &tenant, &file])).await?;
+
+    let addr = format!("127.0.0.1:{}", pg::free_port()?);
+    let log = out.join("gateway.log");
+    let _gateway = serve(command(&["serve", "--addr", &addr]), &addr, &log).await?;
+    let api = Seeder::new(&addr, &key)?;
+    let ids = api.seed(&file_id).await?;
+    let config = out.join("schemathesis.toml");
+    fs::write(&config, config_toml(&addr, &key, &ids, seed))?;
+    println!("xtask: seeded {}; schemathesis for up to {max_time} s (config {})", ids.summary(), config.display());
+
+    let mut run = Command::new(&schemathesis);
+    run.arg("--config-file")
+        .arg(&config)
+        .arg("run")
+        .arg(format!("http://{addr}/api-docs/openapi.json"))
+        .args(["--phases", "examples,coverage,fuzzing", "--checks", "all", "--max-time", &max_time.to_string()])
+        .args(["--report", "junit,ndjson", "--report-dir"])
+        .arg(out.join("report"))
+        .arg("--baseline")
+        .arg(workspace.root.join(BASELINE))
+        .current_dir(&out);
+    if update_baseline {
+        run.args(["--baseline-update", "--baseline-prune"]);
+    } else if !workspace.root.join(BASELINE).exists() {
+        // schemathesis would create it from this run and pass.
+        return Err(format!("{BASELINE} is missing; `cargo xtask fuzz --update-baseline` makes it").into());
+    }
+    let status = interrupts.run(&mut run).await?;
+    println!("xtask: gateway log {}, reports in {}", log.display(), out.join("report").display());
+    Ok(exit_code(status))
+}
+
+/// The pinned schemathesis in its own virtual environment under target/, installed on first use.
+async fn install(workspace: &Workspace, interrupts: &mut Interrupts) -> Result<PathBuf> {
+    let venv = workspace.target.join("fuzz-venv");
+    let bin = venv.join("bin").join("schemathesis");
+    let pinned = SCHEMATHESIS.rsplit("==").next().unwrap_or_default();
+    let version = std::process::Command::new(&bin).arg("--version").output();
+    if version.is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(pinned)) {
+        return Ok(bin);
+    }
+    println!("xtask: python3 -m venv {} && pip install {SCHEMATHESIS}", venv.display());
+    let status = interrupts.run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).await?;
+    require_success(status, "python3 -m venv (Debian: apt-get install python3-venv)")?;
+    let pip = venv.join("bin").join("pip");
+    let status = interrupts
+        .run(Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check", SCHEMATHESIS]))
+        .await?;
+    require_success(status, &format!("pip install {SCHEMATHESIS}"))?;
+    Ok(bin)
+}
+
+/// `gateway serve` with the limiter out of the way and loopback webhook receivers allowed;
+/// killed when dropped.
+async fn serve(mut cmd: Command, addr: &str, log: &Path) -> Result<Child> {
+    let file = fs::File::create(log)?;
+    cmd.env("SVC_RATE_LIMIT_PER_MINUTE", "100000000")
+        .env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "1")
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn()?;
+    let client = Client::builder().no_proxy().build()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = client.get(format!("http://{addr}/ready")).send().await;
+        if ready.is_ok_and(|r| r.status().is_success()) {
+            return Ok(child);
+        }
+        if let Some(status) = child.try_wait()? {
+            return Err(format!("gateway serve exited ({status}); see {}", log.display()).into());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("gateway serve was not ready within 60 s on {addr}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One of each resource, made through the API, so that the fuzzer's path ids name something.
+struct Seeder {
+    client: Client,
+    base: String,
+    authorization: String,
+}
+
+/// The seeded ids, by the path parameter that names them; `scoped` holds the parameters whose
+/// name means another resource under some paths (`uid` is a message, a campaign or a contact).
+#[derive(Debug, Default)]
+struct Ids {
+    global: Vec<(&'static str, Value)>,
+    scoped: Vec<(&'static str, &'static str, Value)>,
+}
+
+impl Ids {
+    fn set(&mut self, name: &'static str, value: Value) {
+        self.global.push((name, value));
+    }
+
+    /// `name` is `value` on the paths `path_regex` matches.
+    fn set_under(&mut self, path_regex: &'static str, name: &'static str, value: Value) {
+        self.scoped.push((path_regex, name, value));
+    }
+
+    fn summary(&self) -> String {
+        let global = self.global.iter().map(|(name, value)| format!("{name}={value}"));
+        let scoped = self.scoped.iter().map(|(path, name, value)| format!("{name}={value} under {path}"));
+        global.chain(scoped).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl Seeder {
+    fn new(addr: &str, key: &str) -> Result<Self> {
+        let client = Client::builder().no_proxy().timeout(Duration::from_secs(30)).build()?;
+        Ok(Self { client, base: format!("http://{addr}/api/v3"), authorization: format!("Bearer {key}") })
+    }
+
+    /// `data` of a 2xx answer.
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value> {
+        let mut request = self.client.request(method.clone(), format!("{}{path}", self.base));
+        request = request.header("authorization", &self.authorization);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            return Err(format!("seeding: {method} {path} answered {status}: {body}").into());
+        }
+        Ok(body.get("data").cloned().unwrap_or(body))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Result<Value> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    async fn get(&self, path: &str) -> Result<Value> {
+        self.call(Method::GET, path, None).await
+    }
+
+    async fn seed(&self, file: &str) -> Result<Ids> {
+        let mut ids = Ids::default();
+        let member = |value: &Value, pointer: &str| -> Result<Value> {
+            value.pointer(pointer).cloned().ok_or_else(|| format!("seeding: no {pointer} in {value}").into())
+        };
+
+        // First, so that the lead below has a delivery to list.
+        let webhook =
+            self.post("/webhooks", json!({"url": "http://127.0.0.1:9/fuzz", "events": ["lead.created"]})).await?;
+        let webhook_id = member(&webhook, "/id")?;
+        ids.set("webhook", webhook_id.clone());
+
+        let group = self.post("/contact-groups", json!({"name": "Fuzz customers"})).await?;
+        let group_uid = member(&group, "/uid")?;
+        let group_path = group_uid.as_str().unwrap_or_default().to_owned();
+        let contact = self
+            .post(
+                &format!("/contact-groups/{group_path}/contacts"),
+                json!({"PHONE": "0712345678", "FIRST_NAME": "Amina"}),
+            )
+            .await?;
+        ids.set("group", group_uid.clone());
+        ids.set("group_id", group_uid.clone());
+        ids.set("contact", member(&contact, "/uid")?);
+        ids.set_under("^/api/v3/contacts/", "uid", member(&contact, "/uid")?);
+        self.post("/sms/blacklist", json!({"numbers": ["+255712000002"]})).await?;
+        ids.set("number", json!("+255712000002"));
+        let sent = self.post("/sms/send", json!({"recipient": "+255712345679", "message": "Fuzz"})).await?;
+        ids.set_under("^/api/v3/sms/", "uid", member(&sent, "/messages/0/uid")?);
+        let campaign = self.post("/sms/campaign", json!({"contact_list_id": group_uid, "message": "Fuzz"})).await?;
+        ids.set_under("^/api/v3/campaign/", "uid", member(&campaign, "/campaigns/0/uid")?);
+
+        let lead = self.post("/leads", json!({"name": "Fuzz lead", "phone": "+255712000003"})).await?;
+        ids.set("lead", member(&lead, "/lead/id")?);
+        let label = self.post("/lead-labels", json!({"name": "fuzz"})).await?;
+        ids.set("label", member(&label, "/id")?);
+        let deliveries = self.get(&format!("/webhooks/{webhook_id}/deliveries")).await?;
+        ids.set("delivery", member(&deliveries, "/items/0/id")?);
+
+        let catalogue = self.post("/catalogues", json!({"name": "Fuzz shop"})).await?;
+        let catalogue_id = member(&catalogue, "/id")?;
+        ids.set("catalogue", catalogue_id.clone());
+        let batch = json!({"products": [{"sku": "FUZZ-1", "name": "Fuzz tea", "price": 1500, "quantity": 100}]});
+        let run = self.post(&format!("/catalogues/{catalogue_id}/products/batch"), batch).await?;
+        ids.set("sync", member(&run, "/id")?);
+        let products = self.wait_for_products(&catalogue_id).await?;
+        ids.set("product", member(&products, "/items/0/id")?);
+        ids.set("sku", json!("FUZZ-1"));
+        let order = json!({"customer_phone": "+255712000004", "lines": [{"sku": "FUZZ-1", "quantity": 1}]});
+        let order = self.post(&format!("/catalogues/{catalogue_id}/orders"), order).await?;
+        ids.set("order", member(&order, "/id")?);
+
+        // The demo's data tables (`gateway admin demo`); the data routes answer without `data`.
+        let tables = self.get("/data/tables").await?;
+        let table_id = member(&tables, "/tables/0/id")?;
+        ids.set("table", table_id.clone());
+        let records = self.get(&format!("/data/tables/{}/records", table_id.as_str().unwrap_or_default())).await?;
+        ids.set("record", member(&records, "/records/0/id")?);
+        let groups = self.get("/data/groups").await?;
+        ids.set_under("^/api/v3/data/", "group", member(&groups, "/groups/0/id")?);
+        ids.set("file", json!(file));
+        Ok(ids)
+    }
+
+    /// The batch's sync run applies it in the background.
+    async fn wait_for_products(&self, catalogue: &Value) -> Result<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let products = self.get(&format!("/catalogues/{catalogue}/products")).await?;
+            if products.pointer("/items/0/id").is_some() || Instant::now() > deadline {
+                return Ok(products);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// schemathesis.toml: where the API is, the key, the seed, the warnings that fail, and the
+/// seeded ids for the path parameters that name them.
+fn config_toml(addr: &str, key: &str, ids: &Ids, seed: u64) -> String {
+    let mut toml = format!(
+        "base-url = \"http://{addr}\"\nseed = {seed}\nheaders = {{ Authorization = \"Bearer {key}\" }}\n\
+         warnings = {{ fail-on = {fail_on:?} }}\n\n[parameters]\n",
+        fail_on = FAIL_ON,
+    );
+    for (name, value) in &ids.global {
+        toml.push_str(&format!("\"path.{name}\" = {value}\n"));
+    }
+    for (path, name, value) in &ids.scoped {
+        toml.push_str(&format!(
+            "\n[[operations]]\ninclude-path-regex = \"{path}\"\nparameters = {{ \"path.{name}\" = {value} }}\n"
+        ));
+    }
+    toml
+}
