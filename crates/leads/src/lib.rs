@@ -3,6 +3,7 @@
 //! events.
 
 pub mod events;
+pub mod filters;
 pub mod fold;
 pub mod identity;
 pub mod lead;
