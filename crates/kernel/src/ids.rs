@@ -92,12 +92,32 @@ macro_rules! id {
         /// Described as the bare value it is on the wire.
         impl $crate::ids::reexport::PartialSchema for $name {
             fn schema() -> $crate::ids::reexport::RefOr<$crate::ids::reexport::Schema> {
-                <$inner as $crate::ids::reexport::PartialSchema>::schema()
+                <$inner as $crate::ids::BareSchema>::bare()
             }
         }
 
         impl $crate::ids::reexport::ToSchema for $name {}
     };
+}
+
+/// The schema of an id's inner value: utoipa describes `Uuid` only inside its derive, so the
+/// macro cannot ask it for one.
+#[doc(hidden)]
+pub trait BareSchema {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
+}
+
+impl BareSchema for i64 {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <i64 as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl BareSchema for Uuid {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))).into()
+    }
 }
 
 /// What [`id!`] expands to, so a domain crate needs no dependency of its own to declare an id.

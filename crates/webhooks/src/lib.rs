@@ -13,7 +13,18 @@ pub mod receivers;
 mod schema;
 mod service;
 pub mod signing;
+pub mod status;
+
+kernel::id!(
+    /// A webhook receiver (`/webhooks/{webhook}`).
+    WebhookId: i64
+);
+kernel::id!(
+    /// One delivery of one event to one receiver: its `X-Delivery-Id`.
+    DeliveryId: Uuid
+);
 
 pub use deliver::Deliverer;
 pub use receivers::{NewWebhook, Webhook, WebhookPatch, WithSecret};
 pub use service::{WebhookService, WebhooksConfig};
+pub use status::{DeliveryState, WebhookStatus};
