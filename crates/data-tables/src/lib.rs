@@ -21,7 +21,17 @@ pub mod values;
 
 pub use apply::Applied;
 pub use records::Record;
+pub use records::write::RecordWrite;
 pub use service::{DataService, View};
+
+kernel::id!(
+    /// An account-defined table (`/data/tables/{table}`).
+    TableId: Uuid
+);
+kernel::id!(
+    /// A record of a table (`/data/tables/{table}/records/{record}`).
+    RecordId: Uuid
+);
 
 /// A serialized record's `data` fits in this many bytes (contract: Limits).
 pub const RECORD_BYTES: usize = 8_192;
