@@ -235,15 +235,12 @@ impl WebhookService {
         caller.require(Permission::WEBHOOKS_VIEW)?;
         let mut errors = FieldErrors::new();
         let state = filter.state.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        let state = match state.map(|s| (s, DeliveryState::parse_shown(s))) {
-            Some((_, None)) => {
-                let states: Vec<&str> = DeliveryState::SHOWN.iter().map(|s| s.as_str()).collect();
-                errors.add("state", format!("The state must be one of {}.", states.join(", ")));
-                None
-            }
-            Some((_, shown)) => shown,
-            None => None,
-        };
+        let shown = state.map(DeliveryState::parse_shown);
+        if let Some(None) = shown {
+            let states: Vec<&str> = DeliveryState::SHOWN.iter().map(|s| s.as_str()).collect();
+            errors.add("state", format!("The state must be one of {}.", states.join(", ")));
+        }
+        let state = shown.flatten();
         let event = filter.event.as_deref().map(str::trim).filter(|s| !s.is_empty());
         if let Some(event) = event
             && catalogue::find(event).is_none()
