@@ -22,7 +22,11 @@ pub fn matches(filters: &Value, payload: &Value) -> bool {
     }
     let lead = payload.get("lead").unwrap_or(&Value::Null);
     let list = |key: &str| -> Vec<&str> {
-        filters.get(key).and_then(Value::as_array).map(|items| items.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+        filters
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
     };
     let (stages, labels, channels) = (list("stages"), list("labels"), list("channels"));
     let stage = lead.get("stage").and_then(Value::as_str);
