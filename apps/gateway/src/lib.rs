@@ -126,11 +126,14 @@ pub fn app(
 }
 
 /// The event catalogue with the samples of the domains that exist built by their real payload
-/// code, so a sample cannot drift from what is delivered.
+/// code, so a sample cannot drift from what is delivered, and the receiver filters of the groups
+/// that have them, written by the domain that owns the events (the lead filters are the leads
+/// crate's rule; the webhooks crate only applies them).
 pub fn catalogue() -> webhooks::catalogue::Catalogue {
     webhooks::catalogue::Catalogue::standard()
         .with_samples(messaging::events::samples())
         .with_samples(leads::events::samples())
         .with_samples(commerce::events::samples())
         .with_samples(webhooks::deliver::samples())
+        .with_filter("leads", leads::filters::matches)
 }

@@ -114,7 +114,7 @@ impl DataService {
     }
 
     /// `GET /data/tables/{table}/schema`.
-    pub async fn schema(&self, caller: &Caller, table: Uuid) -> Result<Value> {
+    pub async fn schema(&self, caller: &Caller, table: crate::TableId) -> Result<Value> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         let row = &view.table.row;

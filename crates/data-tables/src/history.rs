@@ -9,7 +9,6 @@ use kernel::{Caller, Error, Result};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use crate::DataService;
 
@@ -62,7 +61,13 @@ struct Row {
 
 impl DataService {
     /// `GET .../records/{record}/history?before=&limit=`.
-    pub async fn history(&self, caller: &Caller, table: Uuid, record: Uuid, query: &TimelineQuery) -> Result<History> {
+    pub async fn history(
+        &self,
+        caller: &Caller,
+        table: crate::TableId,
+        record: crate::RecordId,
+        query: &TimelineQuery,
+    ) -> Result<History> {
         let page = Timeline::parse(query)?;
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;

@@ -41,9 +41,9 @@ impl DataService {
     }
 
     /// The caller's view of a table: 404 unless the caller may read it.
-    pub(crate) async fn view(&self, conn: &mut store::Conn, caller: &Caller, table: Uuid) -> Result<View> {
+    pub(crate) async fn view(&self, conn: &mut store::Conn, caller: &Caller, table: crate::TableId) -> Result<View> {
         reader(caller)?;
-        let table = load(conn, caller.tenant_id, TableKey::Id(table)).await?;
+        let table = load(conn, caller.tenant_id, TableKey::Id(table.0)).await?;
         View::of(table, caller).ok_or_else(|| Error::not_found("Table"))
     }
 }

@@ -5,7 +5,6 @@
 
 use kernel::{Caller, Error, Result};
 use serde::Serialize;
-use uuid::Uuid;
 
 use crate::DataService;
 use crate::definition::{Column, ColumnType, State};
@@ -74,7 +73,7 @@ pub struct States {
 
 impl DataService {
     /// `GET /data/tables/{table}/states`.
-    pub async fn states(&self, caller: &Caller, table: Uuid) -> Result<States> {
+    pub async fn states(&self, caller: &Caller, table: crate::TableId) -> Result<States> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         let fields = view

@@ -44,12 +44,12 @@ pub fn parse_id<T: PathId>(raw: &str, what: &str) -> Result<T, Error> {
 #[macro_export]
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident : i64) => {
-        $crate::id!(@kind $(#[$doc])* $name, i64, BigInt, <i64 as $crate::ids::reexport::PartialSchema>::schema());
+        $crate::id!(@kind $(#[$doc])* $name, i64, BigInt);
     };
     ($(#[$doc:meta])* $name:ident : Uuid) => {
-        $crate::id!(@kind $(#[$doc])* $name, $crate::ids::reexport::Uuid, Uuid, $crate::ids::uuid_schema());
+        $crate::id!(@kind $(#[$doc])* $name, $crate::ids::reexport::Uuid, Uuid);
     };
-    (@kind $(#[$doc:meta])* $name:ident, $inner:ty, $sql:ident, $schema:expr) => {
+    (@kind $(#[$doc:meta])* $name:ident, $inner:ty, $sql:ident) => {
         $(#[$doc])*
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
@@ -92,7 +92,7 @@ macro_rules! id {
         /// Described as the bare value it is on the wire.
         impl $crate::ids::reexport::PartialSchema for $name {
             fn schema() -> $crate::ids::reexport::RefOr<$crate::ids::reexport::Schema> {
-                $schema
+                <$inner as $crate::ids::BareSchema>::bare()
             }
         }
 
@@ -100,12 +100,24 @@ macro_rules! id {
     };
 }
 
-/// A UUID as the OpenAPI document describes it (utoipa knows `Uuid` only inside its derive, so
-/// [`id!`] names its schema itself): a string of format `uuid`.
+/// The schema of an id's inner value: utoipa describes `Uuid` only inside its derive, so the
+/// macro cannot ask it for one.
 #[doc(hidden)]
-pub fn uuid_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
-    ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))).into()
+pub trait BareSchema {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
+}
+
+impl BareSchema for i64 {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <i64 as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl BareSchema for Uuid {
+    fn bare() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))).into()
+    }
 }
 
 /// What [`id!`] expands to, so a domain crate needs no dependency of its own to declare an id.
@@ -140,19 +152,6 @@ crate::id!(
 mod tests {
     use super::*;
 
-    crate::id!(
-        /// A UUID kind, as a domain declares one.
-        ThingId: Uuid
-    );
-
-    #[test]
-    fn a_uuid_kind_is_described_as_a_uuid_string() {
-        let schema = serde_json::to_value(<ThingId as utoipa::PartialSchema>::schema()).expect("schema");
-        assert_eq!((&schema["type"], &schema["format"]), (&serde_json::json!("string"), &serde_json::json!("uuid")));
-        let id = Uuid::new_v4();
-        assert_eq!(parse_id::<ThingId>(&id.to_string(), "Thing").ok(), Some(ThingId(id)));
-    }
-
     #[test]
     fn a_malformed_path_id_is_not_found() {
         assert_eq!(parse_id::<i64>(" 7 ", "Order").ok(), Some(7));
@@ -164,5 +163,18 @@ mod tests {
         let id = Uuid::new_v4();
         assert_eq!(parse_id::<Uuid>(&id.to_string(), "Lead").ok(), Some(id));
         assert_eq!(parse_id::<Uuid>("not-a-uuid", "Lead").expect_err("malformed").kind, crate::ErrorKind::NotFound);
+    }
+
+    crate::id!(
+        /// A UUID kind, as a domain declares one.
+        ThingId: Uuid
+    );
+
+    #[test]
+    fn a_uuid_kind_is_described_as_a_uuid_string() {
+        let schema = serde_json::to_value(<ThingId as utoipa::PartialSchema>::schema()).expect("schema");
+        assert_eq!((&schema["type"], &schema["format"]), (&serde_json::json!("string"), &serde_json::json!("uuid")));
+        let id = Uuid::new_v4();
+        assert_eq!(parse_id::<ThingId>(&id.to_string(), "Thing").ok(), Some(ThingId(id)));
     }
 }

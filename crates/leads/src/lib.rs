@@ -34,6 +34,7 @@
 //! and [`LabelId`].
 
 pub mod events;
+pub mod filters;
 pub mod fold;
 pub mod identity;
 pub mod lead;

@@ -260,12 +260,19 @@ pub const SAMPLE_EVENT_ID: Uuid = Uuid::from_u128(0x0b0e_5b6e_4c1a_4f3e_9d2a_7c5
 /// The `timestamp` of every sample.
 pub const SAMPLE_TIME: OffsetDateTime = datetime!(2026-11-26 09:30:00 UTC);
 
-/// The catalogue with its samples; domains that exist replace the built-in sample with one
-/// built by their real payload code.
+/// A group's receiver filter: whether an event's payload passes a receiver's stored `filters`.
+/// Written by the domain that owns the events (`leads::filters::matches`), so the webhooks crate
+/// applies a rule it does not know.
+pub type EventFilter = fn(filters: &Value, payload: &Value) -> bool;
+
+/// The catalogue with its samples and filters; domains that exist replace the built-in sample
+/// with one built by their real payload code, and give their group's filter.
 #[derive(Debug, Clone)]
 pub struct Catalogue {
     /// Payloads without envelope fields, one per event of [`GROUPS`].
     payloads: BTreeMap<&'static str, Value>,
+    /// By group key; a group without one ignores receivers' filters.
+    filters: BTreeMap<&'static str, EventFilter>,
 }
 
 impl Catalogue {
@@ -273,7 +280,27 @@ impl Catalogue {
     pub fn standard() -> Self {
         let payloads: BTreeMap<_, _> = samples::builtin().into_iter().collect();
         debug_assert!(GROUPS.iter().flat_map(|g| g.events).all(|e| payloads.contains_key(e.name)));
-        Self { payloads }
+        Self { payloads, filters: BTreeMap::new() }
+    }
+
+    /// The filter of a group's events (`"leads"`). A group outside the catalogue is a
+    /// programming error: it panics in debug builds and is ignored otherwise.
+    pub fn with_filter(mut self, group: &'static str, filter: EventFilter) -> Self {
+        let known = GROUPS.iter().any(|g| g.key == group);
+        debug_assert!(known, "{group} is not a group of the event catalogue");
+        if known {
+            self.filters.insert(group, filter);
+        }
+        self
+    }
+
+    /// Whether an event goes to a receiver with these filters: its group's filter decides, and
+    /// events of a group without one always go.
+    pub fn admits(&self, event: &str, filters: &Value, payload: &Value) -> bool {
+        match find(event).and_then(|(group, _)| self.filters.get(group.key)) {
+            Some(filter) => filter(filters, payload),
+            None => true,
+        }
     }
 
     /// Replaces the payloads (without envelope fields) of the named events. A name outside the

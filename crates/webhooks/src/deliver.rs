@@ -21,10 +21,29 @@ use uuid::Uuid;
 use crate::attempt::{self, Next, Outcome, Target};
 use crate::headers::Sealed;
 use crate::receivers::LEGACY_HTTP_BEFORE;
+use crate::status::{DeliveryEvent, DeliveryState};
 use crate::{WebhookService, catalogue};
 
 /// The channel the fan-out trigger notifies.
 pub const CHANNEL: &str = "svc_webhooks";
+
+/// Deliveries screened per statement.
+const SCREEN_BATCH: usize = 500;
+
+/// A delivery waiting for its event group's filter, with its receiver's filters.
+#[derive(diesel::QueryableByName, Debug, Clone)]
+struct ScreenRow {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    tenant_id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    event_id: Uuid,
+    #[diesel(sql_type = Text)]
+    event: String,
+    #[diesel(sql_type = Nullable<Jsonb>)]
+    filters: Option<Value>,
+}
 
 /// A claimed delivery and its receiver, as the claim reads them; the event comes from the
 /// outbox (`store::outbox::read`).
@@ -179,12 +198,14 @@ impl Deliverer {
     /// a receiver that has its share here already.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let config = &self.service.config;
-        let now = self.service.clock.now();
         let mut conn = self.service.conn().await?;
-        let claimed = diesel::sql_query(
+        while self.screen(&mut conn).await? == SCREEN_BATCH {}
+        let now = self.service.clock.now();
+        let pending = DeliveryState::Pending.sql();
+        let claimed = diesel::sql_query(format!(
             "WITH candidates AS (
                  SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries
-                 WHERE state = 'pending' AND next_attempt_at <= $1
+                 WHERE state = {pending} AND next_attempt_at <= $1
                    AND (locked_until IS NULL OR locked_until < $1) AND webhook_id <> ALL ($2)
                  ORDER BY next_attempt_at LIMIT $3 * 2
              ), capped AS (
@@ -198,7 +219,7 @@ impl Deliverer {
                  ORDER BY c.next_attempt_at LIMIT $3
              ), locked AS (
                  SELECT d.id FROM webhook_deliveries d JOIN capped USING (id)
-                 WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < $1)
+                 WHERE d.state = {pending} AND (d.locked_until IS NULL OR d.locked_until < $1)
                  FOR UPDATE OF d SKIP LOCKED
              )
              UPDATE webhook_deliveries d
@@ -207,7 +228,7 @@ impl Deliverer {
              WHERE d.id = l.id AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
              RETURNING d.id, d.tenant_id, d.webhook_id, d.event_id, d.event, d.attempts, w.url, w.secret,
                        w.headers, w.url_changed_at, w.consecutive_failures",
-        )
+        ))
         .bind::<Timestamptz, _>(now)
         .bind::<Array<BigInt>, _>(self.saturated())
         .bind::<BigInt, _>(limit as i64)
@@ -240,6 +261,54 @@ impl Deliverer {
         Ok(claimed)
     }
 
+    /// Passes a batch of deliveries the fan-out wrote as `screening` (their receiver has filters)
+    /// through their event group's filter: one that passes becomes `pending`, due at its event's
+    /// time (or `held` when the receiver is paused now), one that does not is deleted, as the
+    /// SQL fan-out never wrote it before the filters moved into the owning domain's code.
+    /// Answers how many it looked at. Idempotent: each change applies only to rows still
+    /// `screening`, and the filter is a pure function of the event and the receiver's filters.
+    async fn screen(&self, conn: &mut store::Conn) -> Result<usize, Error> {
+        let screening = DeliveryState::Screening.sql();
+        let rows: Vec<ScreenRow> = diesel::sql_query(format!(
+            "SELECT d.id, d.tenant_id, d.event_id, d.event, w.filters
+             FROM webhook_deliveries d JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+             WHERE d.state = {screening} ORDER BY d.created_at LIMIT $1"
+        ))
+        .bind::<BigInt, _>(SCREEN_BATCH as i64)
+        .load(conn)
+        .await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<(TenantId, Uuid)> = rows.iter().map(|r| (TenantId(r.tenant_id), r.event_id)).collect();
+        let events: HashMap<Uuid, Value> =
+            store::outbox::read(conn, &keys).await?.into_iter().map(|e| (e.id, e.payload)).collect();
+        let catalogue = &self.service.catalogue;
+        let (admitted, refused): (Vec<&ScreenRow>, Vec<&ScreenRow>) = rows.iter().partition(|row| {
+            let filters = row.filters.as_ref().unwrap_or(&Value::Null);
+            events.get(&row.event_id).is_some_and(|payload| catalogue.admits(&row.event, filters, payload))
+        });
+        let ids = |rows: Vec<&ScreenRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        let (pending, held) = (DeliveryEvent::Admit.target().sql(), DeliveryEvent::Hold.target().sql());
+        diesel::sql_query(format!(
+            "WITH refused AS (
+                 DELETE FROM webhook_deliveries WHERE id = ANY ($1) AND state = {screening}
+             )
+             UPDATE webhook_deliveries d
+             SET state = CASE WHEN w.paused_at IS NULL THEN {pending} ELSE {held} END,
+                 next_attempt_at = CASE WHEN w.paused_at IS NULL THEN d.created_at END,
+                 updated_at = $3
+             FROM webhooks w
+             WHERE d.id = ANY ($2) AND d.state = {screening} AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id"
+        ))
+        .bind::<Array<SqlUuid>, _>(ids(refused))
+        .bind::<Array<SqlUuid>, _>(ids(admitted))
+        .bind::<Timestamptz, _>(self.service.clock.now())
+        .execute(conn)
+        .await?;
+        Ok(rows.len())
+    }
+
     /// Renews the lease of every claim held here; answers how many were renewed.
     pub async fn renew(&self) -> Result<usize, Error> {
         let held: Vec<Uuid> = self.held.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
@@ -250,11 +319,12 @@ impl Deliverer {
         let mut conn = self.service.conn().await?;
         let renewed = diesel::sql_query(
             "UPDATE webhook_deliveries SET locked_until = $3
-             WHERE id = ANY ($1) AND locked_by = $2 AND state = 'pending' AND locked_until < $3",
+             WHERE id = ANY ($1) AND locked_by = $2 AND state = $4 AND locked_until < $3",
         )
         .bind::<Array<SqlUuid>, _>(held)
         .bind::<SqlUuid, _>(self.id)
         .bind::<Timestamptz, _>(now + self.service.config.lease)
+        .bind::<Text, _>(DeliveryState::Pending.as_str())
         .execute(&mut conn)
         .await?;
         Ok(renewed)
@@ -353,11 +423,13 @@ impl Deliverer {
         for done in &finished {
             let Some(outcome) = &done.outcome else { continue };
             let next = attempt::next(catalogue::retry_of(&done.event), done.attempt, outcome, attempt::jitter());
-            let (state, next_at) = match next {
-                Next::Delivered => ("delivered", None),
-                Next::RetryAfter(wait) => ("pending", Some(done.at + wait)),
-                Next::Failed => ("failed", None),
+            let (event, next_at) = match next {
+                Next::Delivered => (DeliveryEvent::Deliver, None),
+                Next::RetryAfter(wait) => (DeliveryEvent::Retry, Some(done.at + wait)),
+                Next::Failed => (DeliveryEvent::Fail, None),
             };
+            // every recorded attempt leaves a claimed, so pending, delivery
+            let state = DeliveryState::Pending.apply(event).map_err(Error::internal)?;
             deliveries.push(done, outcome, state, next_at);
             let count = match counts.iter().position(|c| c.webhook == done.webhook_id) {
                 Some(i) => &mut counts[i],
@@ -521,9 +593,9 @@ struct Rows {
 }
 
 impl Rows {
-    fn push(&mut self, done: &Finished, outcome: &Outcome, state: &'static str, next_at: Option<OffsetDateTime>) {
+    fn push(&mut self, done: &Finished, outcome: &Outcome, state: DeliveryState, next_at: Option<OffsetDateTime>) {
         self.ids.push(done.id);
-        self.states.push(state);
+        self.states.push(state.as_str());
         self.next_at.push(next_at);
         self.numbers.push(done.attempt);
         self.at.push(done.at);
@@ -543,7 +615,7 @@ impl Rows {
                      AS r (id, state, next_at, number, at, status, duration_ms, error, excerpt)
              ), moved AS (
                  UPDATE webhook_deliveries d
-                 SET state = CASE WHEN r.state = 'pending' AND w.paused_at IS NOT NULL THEN 'held' ELSE r.state END,
+                 SET state = CASE WHEN r.state = $12 AND w.paused_at IS NOT NULL THEN $13 ELSE r.state END,
                      next_attempt_at = CASE WHEN w.paused_at IS NULL THEN r.next_at END,
                      locked_by = NULL, locked_until = NULL, last_status = r.status,
                      last_error = r.error, updated_at = $11
@@ -567,6 +639,8 @@ impl Rows {
         .bind::<Array<Nullable<Text>>, _>(self.excerpts)
         .bind::<SqlUuid, _>(me)
         .bind::<Timestamptz, _>(now)
+        .bind::<Text, _>(DeliveryState::Pending.as_str())
+        .bind::<Text, _>(DeliveryEvent::Hold.target().as_str())
         .execute(conn)
         .await?;
         Ok(())
@@ -657,11 +731,13 @@ async fn pause(conn: &mut store::Conn, webhook: i64, last_failure: &str, now: Of
     .await?;
     let Some(row) = rows.into_iter().next() else { return Ok(()) };
     diesel::sql_query(
-        "UPDATE webhook_deliveries SET state = 'held', next_attempt_at = NULL, updated_at = $2
-         WHERE webhook_id = $1 AND state = 'pending'",
+        "UPDATE webhook_deliveries SET state = $3, next_attempt_at = NULL, updated_at = $2
+         WHERE webhook_id = $1 AND state = $4",
     )
     .bind::<BigInt, _>(webhook)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(DeliveryEvent::Hold.target().as_str())
+    .bind::<Text, _>(DeliveryState::Pending.as_str())
     .execute(conn)
     .await?;
     let message = format!(
@@ -699,7 +775,7 @@ pub fn paused_payload(
             "id": webhook,
             "url": url,
             "events": events,
-            "status": "paused",
+            "status": crate::status::WebhookStatus::Paused.as_str(),
             "paused_at": paused_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
             "consecutive_failures": consecutive_failures,
             "reason": reason,
@@ -727,12 +803,13 @@ pub struct Backlog {
 }
 
 pub async fn backlog(conn: &mut store::Conn, now: OffsetDateTime) -> Result<Backlog, Error> {
-    Ok(diesel::sql_query(
+    let pending = DeliveryState::Pending.sql();
+    Ok(diesel::sql_query(format!(
         "SELECT count(*) AS pending,
                 COALESCE(EXTRACT(EPOCH FROM $1 - min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1)), 0)::float8
                     AS oldest_due_age_seconds
-         FROM webhook_deliveries WHERE state = 'pending'",
-    )
+         FROM webhook_deliveries WHERE state = {pending}"
+    ))
     .bind::<Timestamptz, _>(now)
     .get_result(conn)
     .await?)

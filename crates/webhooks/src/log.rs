@@ -3,7 +3,7 @@
 //! since a time, the notifications a pause leaves, and the test send.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use kernel::error::FieldErrors;
 use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
@@ -14,10 +14,10 @@ use uuid::Uuid;
 
 use crate::attempt::{self, Target};
 use crate::schema::{webhook_attempts, webhook_deliveries, webhook_notifications};
-use crate::{WebhookService, catalogue};
+use crate::status::{DeliveryEvent, DeliveryState};
+use crate::{DeliveryId, WebhookId, WebhookService, catalogue};
 
 pub const PER_PAGE: i64 = 20;
-const STATES: [&str; 4] = ["pending", "delivered", "failed", "held"];
 
 /// One delivery of one event to one receiver.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -186,14 +186,16 @@ async fn resume(conn: &mut store::Conn, webhook: i64, now: OffsetDateTime) -> Re
                     updated_at = CASE WHEN paused_at IS NULL THEN updated_at ELSE $2 END
              WHERE id = $1
          ), released AS (
-             UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $2, updated_at = $2
-             WHERE webhook_id = $1 AND state = 'held'
+             UPDATE webhook_deliveries SET state = $3, next_attempt_at = $2, updated_at = $2
+             WHERE webhook_id = $1 AND state = ANY ($4)
              RETURNING 1
          )
          SELECT count(*) AS released FROM released",
     )
     .bind::<BigInt, _>(webhook)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(DeliveryEvent::Release.target().as_str())
+    .bind::<Array<Text>, _>(DeliveryEvent::Release.sources())
     .get_result(conn)
     .await?;
     if released.released > 0 {
@@ -207,13 +209,14 @@ impl WebhookService {
         &self,
         conn: &mut store::Conn,
         tenant: TenantId,
-        webhook: i64,
-        delivery: Uuid,
+        webhook: WebhookId,
+        delivery: DeliveryId,
     ) -> Result<Row, Error> {
         webhook_deliveries::table
             .filter(webhook_deliveries::tenant_id.eq(tenant.0))
-            .filter(webhook_deliveries::webhook_id.eq(webhook))
-            .filter(webhook_deliveries::id.eq(delivery))
+            .filter(webhook_deliveries::webhook_id.eq(webhook.0))
+            .filter(webhook_deliveries::id.eq(delivery.0))
+            .filter(webhook_deliveries::state.ne(DeliveryState::Screening.as_str()))
             .select(Row::as_select())
             .first(conn)
             .await
@@ -225,18 +228,19 @@ impl WebhookService {
     pub async fn deliveries(
         &self,
         caller: &Caller,
-        webhook: i64,
+        webhook: WebhookId,
         filter: &DeliveryFilter,
         page: PageRequest,
     ) -> Result<Page<Delivery>, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
         let mut errors = FieldErrors::new();
         let state = filter.state.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        if let Some(state) = state
-            && !STATES.contains(&state)
-        {
-            errors.add("state", format!("The state must be one of {}.", STATES.join(", ")));
+        let shown = state.map(DeliveryState::parse_shown);
+        if let Some(None) = shown {
+            let states: Vec<&str> = DeliveryState::SHOWN.iter().map(|s| s.as_str()).collect();
+            errors.add("state", format!("The state must be one of {}.", states.join(", ")));
         }
+        let state = shown.flatten();
         let event = filter.event.as_deref().map(str::trim).filter(|s| !s.is_empty());
         if let Some(event) = event
             && catalogue::find(event).is_none()
@@ -248,9 +252,10 @@ impl WebhookService {
         let receiver = self.row(&mut conn, caller.tenant_id, webhook).await?;
         let query = || {
             let mut q = webhook_deliveries::table.filter(webhook_deliveries::webhook_id.eq(receiver.id)).into_boxed();
-            if let Some(state) = state {
-                q = q.filter(webhook_deliveries::state.eq(state));
-            }
+            q = match state {
+                Some(state) => q.filter(webhook_deliveries::state.eq(state.as_str())),
+                None => q.filter(webhook_deliveries::state.ne(DeliveryState::Screening.as_str())),
+            };
             if let Some(event) = event {
                 q = q.filter(webhook_deliveries::event.eq(event));
             }
@@ -269,7 +274,7 @@ impl WebhookService {
         Ok(Page::new(with_attempts(rows, attempts), page, total))
     }
 
-    pub async fn delivery(&self, caller: &Caller, webhook: i64, delivery: Uuid) -> Result<Delivery, Error> {
+    pub async fn delivery(&self, caller: &Caller, webhook: WebhookId, delivery: DeliveryId) -> Result<Delivery, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
         let mut conn = self.conn().await?;
         let row = self.delivery_row(&mut conn, caller.tenant_id, webhook, delivery).await?;
@@ -283,7 +288,7 @@ impl WebhookService {
     /// that is back wants its events now, not at the 6-hour attempt); one whose attempt is in
     /// flight this moment is 409 until it ends. A held delivery is released as it is (it is
     /// the automatic delivery, waiting for the receiver).
-    pub async fn replay(&self, caller: &Caller, webhook: i64, delivery: Uuid) -> Result<Delivery, Error> {
+    pub async fn replay(&self, caller: &Caller, webhook: WebhookId, delivery: DeliveryId) -> Result<Delivery, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let now = self.clock.now();
         let mut conn = self.conn().await?;
@@ -296,21 +301,23 @@ impl WebhookService {
                 .execute(conn)
                 .await?;
             let original = self.delivery_row(conn, tenant, webhook, delivery).await?;
-            match original.state.as_str() {
-                "held" => {
-                    resume(conn, webhook, now).await?;
+            let state = DeliveryState::parse(&original.state)
+                .ok_or_else(|| Error::internal(format!("a delivery in the unknown state {}", original.state)))?;
+            match state {
+                DeliveryState::Held => {
+                    resume(conn, webhook.0, now).await?;
                     Ok(original.id)
                 }
                 state => {
                     // the automatic attempt is cancelled: the row stops being due, unless a
                     // worker holds it (an attempt in flight, whose outcome must be recorded)
-                    if state == "pending" {
+                    if let Ok(failed) = state.apply(DeliveryEvent::Cancel) {
                         use webhook_deliveries as d;
                         let idle = d::locked_until.is_null().or(d::locked_until.le(now));
                         let cancelled =
-                            diesel::update(d::table.find(original.id).filter(d::state.eq("pending")).filter(idle))
+                            diesel::update(d::table.find(original.id).filter(d::state.eq(state.as_str())).filter(idle))
                                 .set((
-                                    d::state.eq("failed"),
+                                    d::state.eq(failed.as_str()),
                                     d::next_attempt_at.eq(None::<OffsetDateTime>),
                                     d::updated_at.eq(now),
                                 ))
@@ -327,10 +334,10 @@ impl WebhookService {
                         .values((
                             webhook_deliveries::id.eq(id),
                             webhook_deliveries::tenant_id.eq(tenant.0),
-                            webhook_deliveries::webhook_id.eq(webhook),
+                            webhook_deliveries::webhook_id.eq(webhook.0),
                             webhook_deliveries::event_id.eq(original.event_id),
                             webhook_deliveries::event.eq(&original.event),
-                            webhook_deliveries::state.eq("pending"),
+                            webhook_deliveries::state.eq(DeliveryState::Pending.as_str()),
                             webhook_deliveries::next_attempt_at.eq(now),
                             webhook_deliveries::replay_of.eq(original.id),
                             webhook_deliveries::created_at.eq(now),
@@ -338,21 +345,21 @@ impl WebhookService {
                         ))
                         .execute(conn)
                         .await?;
-                    resume(conn, webhook, now).await?;
+                    resume(conn, webhook.0, now).await?;
                     diesel::sql_query(format!("NOTIFY {}", crate::deliver::CHANNEL)).execute(conn).await?;
                     Ok(id)
                 }
             }
         })
         .await?;
-        let row = self.delivery_row(&mut conn, tenant, webhook, id).await?;
+        let row = self.delivery_row(&mut conn, tenant, webhook, DeliveryId(id)).await?;
         let attempts = attempts_of(&mut conn, tenant, &[row.id]).await?;
         Ok(row.view(attempts))
     }
 
     /// Replays every failed delivery created since `since` that was not replayed already, and
     /// resumes the receiver (releasing what it held).
-    pub async fn recover(&self, caller: &Caller, webhook: i64, input: Recover) -> Result<Recovered, Error> {
+    pub async fn recover(&self, caller: &Caller, webhook: WebhookId, input: Recover) -> Result<Recovered, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let since = match input.since.as_deref().map(str::trim) {
             None | Some("") => return Err(Error::field("since", "The since field is required (RFC 3339).")),
@@ -371,14 +378,16 @@ impl WebhookService {
             let replayed = diesel::sql_query(
                 "INSERT INTO webhook_deliveries (id, tenant_id, webhook_id, event_id, event, state, next_attempt_at,
                                                  replay_of, created_at, updated_at)
-                 SELECT gen_random_uuid(), d.tenant_id, d.webhook_id, d.event_id, d.event, 'pending', $3, d.id, $3, $3
+                 SELECT gen_random_uuid(), d.tenant_id, d.webhook_id, d.event_id, d.event, $4, $3, d.id, $3, $3
                  FROM webhook_deliveries d
-                 WHERE d.webhook_id = $1 AND d.state = 'failed' AND d.created_at >= $2
+                 WHERE d.webhook_id = $1 AND d.state = $5 AND d.created_at >= $2
                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r WHERE r.replay_of = d.id)",
             )
             .bind::<BigInt, _>(receiver.id)
             .bind::<Timestamptz, _>(since)
             .bind::<Timestamptz, _>(now)
+            .bind::<Text, _>(DeliveryState::Pending.as_str())
+            .bind::<Text, _>(DeliveryState::Failed.as_str())
             .execute(conn)
             .await?;
             let released = resume(conn, receiver.id, now).await?;
@@ -408,7 +417,7 @@ impl WebhookService {
 
     /// `POST /webhooks/{webhook}/test`: a signed sample marked `test: true`, sent now, once. It
     /// is not logged as a delivery and does not count toward pausing.
-    pub async fn test(&self, caller: &Caller, webhook: i64, input: TestSend) -> Result<TestResult, Error> {
+    pub async fn test(&self, caller: &Caller, webhook: WebhookId, input: TestSend) -> Result<TestResult, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let event = input.event.as_deref().map(str::trim).filter(|e| !e.is_empty()).unwrap_or("webhook.test");
         let Some(payload) = self.catalogue.payload(event) else {

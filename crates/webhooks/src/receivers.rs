@@ -5,8 +5,8 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use kernel::error::FieldErrors;
-use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
-use serde::{Deserialize, Deserializer, Serialize};
+use kernel::{Caller, Error, Page, PageRequest, Patch, Permission, TenantId};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 use time::macros::datetime;
@@ -14,7 +14,8 @@ use utoipa::ToSchema;
 
 use crate::headers::{self, Sealed};
 use crate::schema::webhooks;
-use crate::{WebhookService, catalogue, guard, signing};
+use crate::status::WebhookStatus;
+use crate::{WebhookId, WebhookService, catalogue, guard, signing};
 
 /// Endpoints registered over http before this keep receiving until their URL is edited.
 pub const LEGACY_HTTP_BEFORE: OffsetDateTime = datetime!(2026-09-26 00:00 UTC);
@@ -33,7 +34,8 @@ pub struct Webhook {
     #[schema(value_type = Object)]
     pub headers: serde_json::Map<String, Value>,
     /// `active`, or `paused` after fifty consecutive failed attempts.
-    pub status: &'static str,
+    #[schema(inline)]
+    pub status: WebhookStatus,
     #[serde(with = "time::serde::rfc3339::option")]
     pub paused_at: Option<OffsetDateTime>,
     pub paused_reason: Option<String>,
@@ -96,7 +98,7 @@ impl Row {
             events: self.events.clone(),
             filters: self.filters.clone().and_then(|f| serde_json::from_value(f).ok()),
             headers: self.sealed_headers().into_iter().map(|h| (h.name, Value::Null)).collect(),
-            status: if self.paused_at.is_some() { "paused" } else { "active" },
+            status: WebhookStatus::of(self.paused_at),
             paused_at: self.paused_at,
             paused_reason: self.paused_reason.clone(),
             consecutive_failures: self.consecutive_failures,
@@ -121,21 +123,6 @@ pub struct NewWebhook {
     pub headers: Option<Value>,
 }
 
-/// A field of an update: absent keeps, null clears, a value sets.
-#[derive(Debug, Clone, Default)]
-pub enum Change<T> {
-    #[default]
-    Keep,
-    Clear,
-    Set(T),
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Change<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Option::<T>::deserialize(deserializer)?.map_or(Change::Clear, Change::Set))
-    }
-}
-
 /// `PATCH /webhooks/{webhook}`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct WebhookPatch {
@@ -144,11 +131,11 @@ pub struct WebhookPatch {
     /// null removes the filters.
     #[serde(default)]
     #[schema(value_type = Option<Filters>)]
-    pub filters: Change<Value>,
+    pub filters: Patch<Value>,
     /// Replaces the set; a name sent as null keeps its stored value; `{}` (or null) removes all.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
-    pub headers: Change<Value>,
+    pub headers: Patch<Value>,
 }
 
 /// The URL as it is stored: parsed and written back (`HTTPS://Hooks.example.com` becomes
@@ -239,10 +226,10 @@ fn check_filters(raw: &Value, events: &[String], errors: &mut FieldErrors) -> Op
 }
 
 impl WebhookService {
-    pub(crate) async fn row(&self, conn: &mut store::Conn, tenant: TenantId, id: i64) -> Result<Row, Error> {
+    pub(crate) async fn row(&self, conn: &mut store::Conn, tenant: TenantId, id: WebhookId) -> Result<Row, Error> {
         webhooks::table
             .filter(webhooks::tenant_id.eq(tenant.0))
-            .filter(webhooks::id.eq(id))
+            .filter(webhooks::id.eq(id.0))
             .select(Row::as_select())
             .first(conn)
             .await
@@ -293,7 +280,7 @@ impl WebhookService {
         Ok(WithSecret { webhook: row.view(), secret })
     }
 
-    pub async fn get(&self, caller: &Caller, id: i64) -> Result<Webhook, Error> {
+    pub async fn get(&self, caller: &Caller, id: WebhookId) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
         let mut conn = self.conn().await?;
         Ok(self.row(&mut conn, caller.tenant_id, id).await?.view())
@@ -317,7 +304,7 @@ impl WebhookService {
 
     /// `PATCH /webhooks/{webhook}`. A new URL must be https (an http endpoint from before
     /// 26 September 2026 keeps its URL only while it is not edited).
-    pub async fn update(&self, caller: &Caller, id: i64, patch: WebhookPatch) -> Result<Webhook, Error> {
+    pub async fn update(&self, caller: &Caller, id: WebhookId, patch: WebhookPatch) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let mut conn = self.conn().await?;
         let row = self.row(&mut conn, caller.tenant_id, id).await?;
@@ -328,20 +315,20 @@ impl WebhookService {
             Some(events) => check_events(events, &mut errors),
             None => row.events.clone(),
         };
-        let filters_kept = matches!(patch.filters, Change::Keep);
+        let filters_kept = patch.filters.is_absent();
         let filters = match patch.filters {
-            Change::Keep => row.filters.clone().and_then(|f| serde_json::from_value::<Filters>(f).ok()),
-            Change::Clear => None,
-            Change::Set(raw) => check_filters(&raw, &events, &mut errors),
+            Patch::Absent => row.filters.clone().and_then(|f| serde_json::from_value::<Filters>(f).ok()),
+            Patch::Null => None,
+            Patch::Set(raw) => check_filters(&raw, &events, &mut errors),
         };
         if patch.events.is_some() && filters_kept && filters.is_some() && !events.iter().any(|e| e.starts_with("lead."))
         {
             errors.add("filters", "Filters apply to lead events only: remove them or keep a lead event.");
         }
         let sealed = match patch.headers {
-            Change::Keep => row.sealed_headers(),
-            Change::Clear => Vec::new(),
-            Change::Set(raw) => {
+            Patch::Absent => row.sealed_headers(),
+            Patch::Null => Vec::new(),
+            Patch::Set(raw) => {
                 let requested = headers::parse(&raw, true, &mut errors);
                 headers::apply(&self.key, &row.sealed_headers(), requested, &mut errors)?
             }
@@ -364,11 +351,11 @@ impl WebhookService {
     }
 
     /// Deletes the receiver and its delivery log; deliveries in flight are dropped.
-    pub async fn delete(&self, caller: &Caller, id: i64) -> Result<Webhook, Error> {
+    pub async fn delete(&self, caller: &Caller, id: WebhookId) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let mut conn = self.conn().await?;
         let row: Row = diesel::delete(
-            webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id)),
+            webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id.0)),
         )
         .returning(Row::as_returning())
         .get_result(&mut conn)
@@ -380,12 +367,12 @@ impl WebhookService {
 
     /// A new secret, shown once. Every attempt reads the secret when it signs, so the old one
     /// signs nothing from now on.
-    pub async fn rotate_secret(&self, caller: &Caller, id: i64) -> Result<WithSecret, Error> {
+    pub async fn rotate_secret(&self, caller: &Caller, id: WebhookId) -> Result<WithSecret, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let secret = signing::new_secret().map_err(|_| Error::internal("no randomness for a secret"))?;
         let mut conn = self.conn().await?;
         let row: Row = diesel::update(
-            webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id)),
+            webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id.0)),
         )
         .set((webhooks::secret.eq(&secret), webhooks::updated_at.eq(self.clock.now())))
         .returning(Row::as_returning())

@@ -444,7 +444,7 @@ async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId)
     let applied = data.apply(tenant, definition).await?;
     let calling_code = accounts::tenants::get(&mut *store::connect(pool).await?, tenant).await?.default_country_code;
     let operator = kernel::Caller::operator(tenant, calling_code);
-    let table = |slug: &str| applied.tables.iter().find(|t| t.slug == slug).map(|t| t.id);
+    let table = |slug: &str| applied.tables.iter().find(|t| t.slug == slug).map(|t| data_tables::TableId(t.id));
     let (Some(agents), Some(customers)) = (table("agents"), table("customers")) else { return Ok(()) };
     if data.seed(&operator, agents, &[json!({"name": "Neema Mushi", "phone": "0754 000 111"})]).await? {
         let agent = data.first_record(tenant, agents).await?;

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use actix_web::{HttpRequest, HttpResponse, web};
 use data_tables::groups::parse_range;
 use data_tables::records::list::ListQuery;
+use data_tables::{RecordId, RecordWrite, TableId};
 use kernel::Error;
 use kernel::page::TimelineQuery;
 use kernel::parse_id;
-use serde_json::{Value, json};
-use uuid::Uuid;
+use serde_json::json;
 
 use crate::AppState;
 use crate::docs::{DataErrorEnvelope, Refusals};
@@ -26,16 +26,18 @@ fn query(req: &HttpRequest) -> Result<HashMap<String, String>, DataError> {
     Ok(pairs.into_iter().collect())
 }
 
-/// The JSON body; malformed JSON is a `validation_error` in the data envelope.
-fn body(bytes: &web::Bytes) -> Result<Value, DataError> {
-    Ok(crate::http::json::parse::<Value>(bytes)?)
+/// The record body through the gateway's one reader (`http::json::parse`, as `Json<T>` reads
+/// every other body); a malformed or mistyped body is a `validation_error` in the data
+/// envelope, which is why these routes read the bytes themselves.
+fn body(bytes: &web::Bytes) -> Result<RecordWrite, DataError> {
+    Ok(crate::http::json::parse::<RecordWrite>(bytes)?)
 }
 
-fn table(raw: &str) -> Result<Uuid, DataError> {
+fn table(raw: &str) -> Result<TableId, DataError> {
     Ok(parse_id(raw, "Table")?)
 }
 
-fn record(raw: &str) -> Result<Uuid, DataError> {
+fn record(raw: &str) -> Result<RecordId, DataError> {
     Ok(parse_id(raw, "Record")?)
 }
 
@@ -94,7 +96,7 @@ pub async fn list(auth: Auth, state: web::Data<AppState>, req: HttpRequest, path
 
 /// Creates a record from `{data:{<column_key>: value}}`; unknown keys are refused.
 #[utoipa::path(post, path = "/api/v3/data/tables/{table}/records", tag = "Data tables",
-    params(("table" = Uuid, Path)), request_body = Value,
+    params(("table" = Uuid, Path)), request_body = RecordWrite,
     responses((status = 201, description = "`{record}`"), (status = 403, body = DataErrorEnvelope),
         (status = 404, body = DataErrorEnvelope), (status = 409, body = DataErrorEnvelope),
         (status = 402, body = DataErrorEnvelope), (status = 422, body = DataErrorEnvelope), Refusals),
@@ -116,7 +118,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<(String
 
 /// Merges `{data:{...}}` into a record; null clears an optional value.
 #[utoipa::path(patch, path = "/api/v3/data/tables/{table}/records/{record}", tag = "Data tables",
-    params(("table" = Uuid, Path), ("record" = Uuid, Path)), request_body = Value,
+    params(("table" = Uuid, Path), ("record" = Uuid, Path)), request_body = RecordWrite,
     responses((status = 200, description = "`{record}`"), (status = 403, body = DataErrorEnvelope),
         (status = 404, body = DataErrorEnvelope), (status = 409, body = DataErrorEnvelope),
         (status = 422, body = DataErrorEnvelope), Refusals),

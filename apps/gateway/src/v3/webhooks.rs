@@ -3,23 +3,22 @@
 
 use actix_web::{HttpResponse, web};
 use kernel::page::PageQuery;
-use kernel::{Error, Page, PageRequest};
-use uuid::Uuid;
+use kernel::{Error, Page, PageRequest, parse_id};
 use webhooks::catalogue::Listing;
 use webhooks::log::{Delivery, DeliveryFilter, Notification, Recover, Recovered, TestResult, TestSend};
-use webhooks::{NewWebhook, Webhook, WebhookPatch, WithSecret};
+use webhooks::{DeliveryId, NewWebhook, Webhook, WebhookId, WebhookPatch, WithSecret};
 
 use crate::AppState;
 use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, created, ok};
 
 /// A receiver id from the path; anything that is not one names no receiver.
-fn webhook_id(raw: &str) -> Result<i64, Error> {
-    raw.parse().map_err(|_| Error::not_found("Webhook"))
+fn webhook_id(raw: &str) -> Result<WebhookId, Error> {
+    parse_id(raw, "Webhook")
 }
 
-fn delivery_id(raw: &str) -> Result<Uuid, Error> {
-    raw.parse().map_err(|_| Error::not_found("Delivery"))
+fn delivery_id(raw: &str) -> Result<DeliveryId, Error> {
+    parse_id(raw, "Delivery")
 }
 
 /// Every event a receiver can subscribe to, grouped, each with a sample body as delivered.

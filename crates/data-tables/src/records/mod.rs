@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::definition::ColumnType;
 use crate::service::{TableKey, View, load};
-use crate::{DataService, values};
+use crate::{DataService, RecordId, TableId, values};
 
 /// A record as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -150,7 +150,7 @@ impl DataService {
     }
 
     /// One live record of `view`'s table, as stored.
-    pub(crate) async fn row(&self, conn: &mut store::Conn, view: &View, id: Uuid, lock: bool) -> Result<Row> {
+    pub(crate) async fn row(&self, conn: &mut store::Conn, view: &View, id: RecordId, lock: bool) -> Result<Row> {
         let lock = if lock { " FOR UPDATE" } else { "" };
         diesel::sql_query(format!(
             "SELECT {ROW_COLUMNS} FROM data_records WHERE id = $1 AND table_id = $2 AND deleted_at IS NULL{lock}"
@@ -164,7 +164,7 @@ impl DataService {
     }
 
     /// `GET .../records/{record}`.
-    pub async fn get_record(&self, caller: &Caller, table: Uuid, record: Uuid) -> Result<Record> {
+    pub async fn get_record(&self, caller: &Caller, table: TableId, record: RecordId) -> Result<Record> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         let row = self.row(&mut conn, &view, record, false).await?;

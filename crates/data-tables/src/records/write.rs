@@ -15,7 +15,25 @@ use uuid::Uuid;
 use super::{ROW_COLUMNS, Record, Row};
 use crate::definition::{ColumnType, Definition};
 use crate::service::{TableKey, View, load};
-use crate::{DataService, RECORD_BYTES, files, states, values};
+use crate::{DataService, RECORD_BYTES, RecordId, TableId, files, states, values};
+
+/// `POST /data/tables/{table}/records` and `PATCH .../records/{record}`. The columns are the
+/// table's own, defined at run time, so `data` stays a dynamic object: the service reads it
+/// column by column, by each column's type (an unknown key is refused by name, `null` clears an
+/// optional value on a change).
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+pub struct RecordWrite {
+    /// The values by column key: `{"name": "Amina", "score": 82.5}`.
+    #[schema(value_type = Object, required = true)]
+    pub data: Option<Value>,
+}
+
+impl RecordWrite {
+    /// A write of these values.
+    pub fn of(data: Value) -> Self {
+        Self { data: Some(data) }
+    }
+}
 
 /// Where a record came from: `api` for the REST API (fixed afterwards).
 pub const SOURCE_API: &str = "api";
@@ -28,8 +46,9 @@ pub(crate) fn sequence(table: Uuid) -> String {
 }
 
 /// The `data` object of a write body.
-fn data_of(body: &Value) -> Result<&Map<String, Value>> {
-    body.get("data")
+fn data_of(body: &RecordWrite) -> Result<&Map<String, Value>> {
+    body.data
+        .as_ref()
         .and_then(Value::as_object)
         .ok_or_else(|| Error::field("data", "The data field is required: an object of column values."))
 }
@@ -196,28 +215,28 @@ impl DataService {
     }
 
     /// `POST /data/tables/{table}/records`: 201 `{record}`.
-    pub async fn create_record(&self, caller: &Caller, table: Uuid, body: &Value) -> Result<Record> {
+    pub async fn create_record(&self, caller: &Caller, table: TableId, body: &RecordWrite) -> Result<Record> {
         self.insert(caller, table, body, SOURCE_API).await
     }
 
     /// Adds `records` to an empty table as the operator (`Caller::operator`, source `admin`),
     /// for demo data; says whether it did.
-    pub async fn seed(&self, operator: &Caller, table: Uuid, records: &[Value]) -> Result<bool> {
+    pub async fn seed(&self, operator: &Caller, table: TableId, records: &[Value]) -> Result<bool> {
         if self.first_record(operator.tenant_id, table).await?.is_some() {
             return Ok(false);
         }
         for data in records {
-            self.insert(operator, table, &json!({ "data": data }), SOURCE_ADMIN).await?;
+            self.insert(operator, table, &RecordWrite::of(data.clone()), SOURCE_ADMIN).await?;
         }
         Ok(true)
     }
 
     /// The oldest live record of a table.
-    pub async fn first_record(&self, tenant: kernel::TenantId, table: Uuid) -> Result<Option<Uuid>> {
+    pub async fn first_record(&self, tenant: kernel::TenantId, table: TableId) -> Result<Option<RecordId>> {
         #[derive(QueryableByName)]
         struct Id {
             #[diesel(sql_type = SqlUuid)]
-            id: Uuid,
+            id: RecordId,
         }
         let mut conn = self.conn().await?;
         let found: Vec<Id> = diesel::sql_query(
@@ -231,7 +250,7 @@ impl DataService {
         Ok(found.into_iter().next().map(|r| r.id))
     }
 
-    async fn insert(&self, caller: &Caller, table: Uuid, body: &Value, source: &str) -> Result<Record> {
+    async fn insert(&self, caller: &Caller, table: TableId, body: &RecordWrite, source: &str) -> Result<Record> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
@@ -317,7 +336,13 @@ impl DataService {
     }
 
     /// `PATCH /data/tables/{table}/records/{record}`: merges `data`, returns the whole record.
-    pub async fn update_record(&self, caller: &Caller, table: Uuid, record: Uuid, body: &Value) -> Result<Record> {
+    pub async fn update_record(
+        &self,
+        caller: &Caller,
+        table: TableId,
+        record: RecordId,
+        body: &RecordWrite,
+    ) -> Result<Record> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
@@ -400,7 +425,7 @@ impl DataService {
     }
 
     /// `DELETE /data/tables/{table}/records/{record}`: soft; its unique values are free again.
-    pub async fn delete_record(&self, caller: &Caller, table: Uuid, record: Uuid) -> Result<()> {
+    pub async fn delete_record(&self, caller: &Caller, table: TableId, record: RecordId) -> Result<()> {
         let mut conn = self.conn().await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
@@ -432,7 +457,7 @@ impl DataService {
         conn: &mut store::Conn,
         caller: &Caller,
         view: &View,
-        record: Uuid,
+        record: RecordId,
         action: &str,
         changes: Value,
     ) -> Result<()> {
