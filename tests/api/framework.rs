@@ -260,3 +260,12 @@ async fn a_nul_character_anywhere_in_a_body_is_a_422_naming_its_field() {
     assert_eq!(res.status, 422, "{:?}", res.body);
     assert_eq!(res.body["error"]["code"], "validation_error", "{:?}", res.body);
 }
+
+#[actix_web::test]
+async fn a_query_its_reader_refuses_is_a_422_naming_the_member() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let res = app.request("GET", "/api/v3/contact-groups?page=1&page=2", Some(&account.key), None).await;
+    assert_error(&res, 422);
+    assert!(!field_errors(&res, "page").is_empty(), "{:?}", res.body);
+}

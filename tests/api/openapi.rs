@@ -134,6 +134,22 @@ async fn every_documented_operation_is_served() {
 }
 
 #[actix_web::test]
+async fn every_path_parameter_is_in_its_path_and_every_query_parameter_is_not() {
+    let app = spawn().await;
+    let doc = app.request("GET", "/api-docs/openapi.json", None, None).await.body;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
+            for parameter in item[*method]["parameters"].as_array().into_iter().flatten() {
+                let name = parameter["name"].as_str().expect("name");
+                let in_template = path.contains(&format!("{{{name}}}"));
+                let in_path = parameter["in"] == "path";
+                assert_eq!(in_path, in_template, "{method} {path}: parameter {name} is `in: {}`", parameter["in"]);
+            }
+        }
+    }
+}
+
+#[actix_web::test]
 async fn the_document_matches_its_snapshot() {
     let app = spawn().await;
     let res = app.request("GET", "/api-docs/openapi.json", None, None).await;

@@ -112,6 +112,7 @@ pub fn app(
     App::new()
         .app_data(state)
         .app_data(web::PayloadConfig::new(max_body_bytes))
+        .app_data(web::QueryConfig::default().error_handler(http::json::query_error))
         .wrap(actix_web::middleware::from_fn(http::middleware::observe))
         .route("/health", web::get().to(ops::health))
         .route("/ready", web::get().to(ops::ready))

@@ -22,6 +22,7 @@ pub const PER_PAGE: i64 = 20;
 
 /// The filters of `GET /leads`; lists are comma-separated.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LeadFilter {
     /// `open` (the default: neither closed nor archived), `closed`, `archived` or `all`.
     pub status: Option<String>,

@@ -101,6 +101,7 @@ impl Row {
 
 /// Filters of the delivery log.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DeliveryFilter {
     /// `pending`, `delivered`, `failed` or `held`.
     pub state: Option<String>,
