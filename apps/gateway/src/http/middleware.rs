@@ -41,6 +41,23 @@ fn header(name: &'static str, value: impl ToString) -> (HeaderName, HeaderValue)
     (HeaderName::from_static(name), value)
 }
 
+/// PostgreSQL text cannot hold the NUL character: one in the path or the query (`%00`) is a 422
+/// naming where it is, before any handler or the database sees it, as in a body.
+fn nul_in_url(req: &ServiceRequest) -> Option<kernel::Error> {
+    let message = "Text may not contain the NUL character (%00).";
+    let refuse = |field: &str| {
+        Some(kernel::Error::validation(format!("The {field} is invalid: {message}")).with_field(field, message))
+    };
+    if req.uri().path().to_ascii_lowercase().contains("%00") {
+        return refuse("path");
+    }
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string()).unwrap_or_default();
+    match pairs.iter().find(|(name, value)| name.contains('\0') || value.contains('\0')) {
+        Some((name, _)) => refuse(&name.replace('\0', "%00")),
+        None => None,
+    }
+}
+
 pub async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -49,9 +66,17 @@ pub async fn observe(
     let started = Instant::now();
     let state = req.app_data::<web::Data<AppState>>().cloned();
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
-    let result = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await;
-    // Handlers' and extractors' errors are responses by now; an Err here is the framework's.
-    let mut res = result?.map_into_boxed_body();
+    let mut res = match nul_in_url(&req) {
+        Some(error) => {
+            let response = actix_web::ResponseError::error_response(&super::envelope::ApiError(error));
+            REQUEST_ID.sync_scope(id.clone(), || req.into_response(response))
+        }
+        None => {
+            let result = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await;
+            // Handlers' and extractors' errors are responses by now; an Err here is the framework's.
+            result?.map_into_boxed_body()
+        }
+    };
 
     let status = res.status();
     let is_json = res
