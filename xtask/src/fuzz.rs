@@ -31,6 +31,8 @@ const FAIL_ON: &[&str] = &["unresolvable_reference"];
 
 /// What a run takes from the command line.
 pub struct Options {
+    /// Schemathesis's phases, comma-separated.
+    pub phases: String,
     /// Time budget of the schemathesis run, in seconds.
     pub max_time: u64,
     pub seed: u64,
@@ -43,7 +45,7 @@ pub struct Options {
 const BASELINE: &str = "xtask/fuzz-baseline.json";
 
 pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: Options) -> Result<ExitCode> {
-    let Options { max_time, seed, update_baseline } = options;
+    let Options { phases, max_time, seed, update_baseline } = options;
     // reqwest is built without a default TLS provider; a client needs one even for plain HTTP.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let out = workspace.target.join("fuzz");
@@ -86,7 +88,7 @@ pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: O
         .arg(&config)
         .arg("run")
         .arg(format!("http://{addr}/api-docs/openapi.json"))
-        .args(["--phases", "examples,coverage,fuzzing", "--checks", "all", "--max-time", &max_time.to_string()])
+        .args(["--phases", &phases, "--checks", "all", "--max-time", &max_time.to_string()])
         .args(["--report", "junit,ndjson", "--report-dir"])
         .arg(out.join("report"))
         .arg("--baseline")

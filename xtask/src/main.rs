@@ -49,6 +49,10 @@ enum Command {
     /// Schemathesis over the OpenAPI description against a release gateway with seeded data:
     /// no server error, no undocumented status, no schema-violating request accepted
     Fuzz {
+        /// Schemathesis's phases: `coverage` alone is deterministic (what CI runs); `fuzzing`
+        /// generates cases until the time budget is spent
+        #[arg(long, default_value = "examples,coverage,fuzzing")]
+        phases: String,
         /// Time budget of the schemathesis run, in seconds
         #[arg(long, default_value_t = 300)]
         max_time: u64,
@@ -92,8 +96,8 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
         Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
-        Command::Fuzz { max_time, seed, update_baseline } => {
-            fuzz::fuzz(&workspace, &mut interrupts, fuzz::Options { max_time, seed, update_baseline }).await
+        Command::Fuzz { phases, max_time, seed, update_baseline } => {
+            fuzz::fuzz(&workspace, &mut interrupts, fuzz::Options { phases, max_time, seed, update_baseline }).await
         }
         Command::Bench { quick, only } => bench::bench(&workspace, &mut interrupts, quick, only).await,
     }
