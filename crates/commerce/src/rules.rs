@@ -176,7 +176,8 @@ impl Rules {
         value
     }
 
-    /// Checks each row of the list `key` with `check`, its errors named `<key>.<n>.<field>`; a
+    /// Checks each row of the list `key` with `check`, its errors named `<key>[n].<field>` as the
+    /// body reader names them; a
     /// list of 1 to `max` rows is required.
     pub fn rows<R, T>(
         &mut self,
@@ -191,7 +192,7 @@ impl Rules {
         }
         let mut checked = Vec::with_capacity(rows.len());
         for (n, row) in rows.iter().enumerate() {
-            let mut rules = Rules { prefix: format!("{}{key}.{n}.", self.prefix), errors: FieldErrors::new() };
+            let mut rules = Rules { prefix: format!("{}{key}[{n}].", self.prefix), errors: FieldErrors::new() };
             let value = check(&mut rules, row);
             for (field, messages) in rules.errors.into_map() {
                 for message in messages {

@@ -188,7 +188,7 @@ async fn a_code_sent_twice_in_one_push_takes_the_last_row() {
 
 #[actix_web::test]
 async fn a_malformed_row_refuses_the_whole_push() {
-    // Proves the 422 naming the row (`levels.3.inventory`) and that the good rows before it did
+    // Proves the 422 naming the row (`levels[3].inventory`) and that the good rows before it did
     // not land; also a negative count, a missing sku, no rows and no `levels` at all.
     let app = spawn().await;
     let acme = app.account(MANAGER).await;
@@ -209,7 +209,7 @@ async fn a_malformed_row_refuses_the_whole_push() {
     )
     .await;
     assert_error(&res, 422);
-    assert!(res.body["errors"].get("levels.3.inventory").is_some(), "errors names levels.3.inventory: {}", res.body);
+    assert!(res.body["errors"].get("levels[3].inventory").is_some(), "errors names levels[3].inventory: {}", res.body);
 
     for levels in [
         json!([{"sku": "A", "inventory": -1}]),

@@ -38,7 +38,7 @@ async fn a_bad_order_is_refused_with_every_problem_and_makes_nothing() {
         {"sku": "A", "quantity": 100_001},
     ]});
     let refused = env.service.create_order(&acme, shop, body(bad), None).await.expect_err("refused");
-    assert_fields(&refused, &["customer_name", "lines.0.quantity", "lines.1.sku", "lines.2.quantity", "platform"]);
+    assert_fields(&refused, &["customer_name", "lines[0].quantity", "lines[1].sku", "lines[2].quantity", "platform"]);
     let none = env.service.create_order(&acme, shop, body(json!({"lines": []})), None).await;
     assert_fields(&none.expect_err("refused"), &["lines"]);
 

@@ -45,7 +45,7 @@ async fn a_push_names_every_bad_row_and_lands_nothing() {
         {"retailer_id": "D", "inventory": "lots"},
     ]}));
     let refused = env.service.push_levels(&acme, shop, push).await.expect_err("refused");
-    assert_fields(&refused, &["levels.1.inventory", "levels.2.sku", "levels.3.inventory"]);
+    assert_fields(&refused, &["levels[1].inventory", "levels[2].sku", "levels[3].inventory"]);
     assert_eq!(env.read_product(&acme, shop, "A").await.inventory, Some(3), "nothing landed");
 
     let too_many: LevelsPush = body(json!({"levels": vec![json!({"sku": "A", "inventory": 1}); 5_001]}));
