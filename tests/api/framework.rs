@@ -271,18 +271,34 @@ async fn a_query_its_reader_refuses_is_a_422_naming_the_member() {
 }
 
 #[actix_web::test]
-async fn a_nul_character_in_the_path_or_query_is_a_422_not_a_500() {
+async fn a_nul_character_in_the_query_is_a_422_and_in_the_path_a_404_never_a_500() {
     let app = spawn().await;
     let account = app.account("all").await;
     let shop = app.request("POST", "/api/v3/catalogues", Some(&account.key), Some(json!({"name": "Duka"}))).await;
     let shop = shop.data()["id"].as_i64().expect("shop id");
     for (path, field) in [
         (format!("/api/v3/catalogues/{shop}/inventory?sku[]=a&sku[]=%00x"), "sku[]"),
-        (format!("/api/v3/catalogues/{shop}/products/by-sku/A%00B"), "path"),
         ("/api/v3/leads?q=a%00".to_owned(), "q"),
     ] {
         let res = app.request("GET", &path, Some(&account.key), None).await;
         assert_error(&res, 422);
         assert!(!field_errors(&res, field).is_empty(), "{path}: {:?}", res.body);
+    }
+    let path = format!("/api/v3/catalogues/{shop}/products/by-sku/A%00B");
+    assert_error(&app.request("GET", &path, Some(&account.key), None).await, 404);
+}
+
+#[actix_web::test]
+async fn a_refusal_before_any_handler_keeps_the_data_routes_envelope() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for (path, status, code) in [
+        ("/api/v3/data/tables/x/records?q=a%00", 422, "validation_error"),
+        ("/api/v3/data/tables/a%00b/records", 404, "not_found"),
+    ] {
+        let res = app.request("GET", path, Some(&account.key), None).await;
+        assert_eq!(res.status, status, "{path}: {:?}", res.body);
+        assert_eq!(res.body["code"], code, "{path}: {:?}", res.body);
+        assert_eq!(res.body["error"]["code"], code, "{path}: {:?}", res.body);
     }
 }

@@ -73,6 +73,12 @@ pub fn error_body(error: &Error) -> Value {
     body
 }
 
+/// A refusal made before any handler (an unreadable query, a NUL in the URL) in the envelope of
+/// the route family the path belongs to: the data routes' own, or v3's.
+pub fn refusal(path: &str, error: Error) -> actix_web::Error {
+    if path.starts_with("/api/v3/data/") { DataError(error).into() } else { super::envelope::ApiError(error).into() }
+}
+
 impl ResponseError for DataError {
     fn status_code(&self) -> StatusCode {
         status_of(self.0.kind)

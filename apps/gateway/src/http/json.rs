@@ -92,12 +92,12 @@ fn dotted(rest: String) -> String {
 
 /// A query string its type cannot read (a member twice, a list where one value goes) is a 422
 /// naming the member, like a body's, instead of actix's bare 400.
-pub fn query_error(error: actix_web::error::QueryPayloadError, _: &HttpRequest) -> actix_web::Error {
+pub fn query_error(error: actix_web::error::QueryPayloadError, req: &HttpRequest) -> actix_web::Error {
     let message = error.to_string();
     let message = message.strip_prefix("Query deserialize error: ").unwrap_or(&message).to_owned();
     let field = message.split('`').nth(1).filter(|f| !f.is_empty()).unwrap_or("query").to_owned();
     let error = Error::validation(format!("The {field} query parameter is invalid: {message}."));
-    ApiError(error.with_field(field, message)).into()
+    super::data::refusal(req.path(), error.with_field(field, message))
 }
 
 /// serde names a missing member only in its message: "missing field `name`".

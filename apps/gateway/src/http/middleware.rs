@@ -41,21 +41,18 @@ fn header(name: &'static str, value: impl ToString) -> (HeaderName, HeaderValue)
     (HeaderName::from_static(name), value)
 }
 
-/// PostgreSQL text cannot hold the NUL character: one in the path or the query (`%00`) is a 422
-/// naming where it is, before any handler or the database sees it, as in a body.
+/// PostgreSQL text cannot hold the NUL character (`%00`), so nothing is named by one: in the
+/// path it is a 404, like any id or code that names nothing; in the query a 422 naming the
+/// member, as in a body. Either way before any handler or the database sees it.
 fn nul_in_url(req: &ServiceRequest) -> Option<kernel::Error> {
-    let message = "Text may not contain the NUL character (%00).";
-    let refuse = |field: &str| {
-        Some(kernel::Error::validation(format!("The {field} is invalid: {message}")).with_field(field, message))
-    };
     if req.uri().path().to_ascii_lowercase().contains("%00") {
-        return refuse("path");
+        return Some(kernel::Error::new(kernel::ErrorKind::NotFound, "Nothing is named with a NUL character (%00)."));
     }
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string()).unwrap_or_default();
-    match pairs.iter().find(|(name, value)| name.contains('\0') || value.contains('\0')) {
-        Some((name, _)) => refuse(&name.replace('\0', "%00")),
-        None => None,
-    }
+    let (name, _) = pairs.iter().find(|(name, value)| name.contains('\0') || value.contains('\0'))?;
+    let field = name.replace('\0', "%00");
+    let message = "Text may not contain the NUL character (%00).";
+    Some(kernel::Error::validation(format!("The {field} is invalid: {message}")).with_field(field, message))
 }
 
 pub async fn observe(
@@ -68,8 +65,8 @@ pub async fn observe(
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
     let mut res = match nul_in_url(&req) {
         Some(error) => {
-            let response = actix_web::ResponseError::error_response(&super::envelope::ApiError(error));
-            REQUEST_ID.sync_scope(id.clone(), || req.into_response(response))
+            let refusal = super::data::refusal(req.path(), error);
+            REQUEST_ID.sync_scope(id.clone(), || req.into_response(refusal.error_response()))
         }
         None => {
             let result = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await;
