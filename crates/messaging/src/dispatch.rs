@@ -98,9 +98,13 @@ impl MessagingService {
     pub async fn dispatch(&self, tenant: TenantId, ids: &[i64]) -> Result<Option<Later>, Error> {
         let now = self.clock.now();
         let mut conn = self.conn().await?;
+        // Messages are found by id (the primary key) and their tenant checked, `tenant_id + 0`
+        // keeping the planner off the tenant-led indexes: with statistics older than the rows
+        // (a fresh table, a tenant new since the last ANALYZE) those look as cheap and would
+        // scan the tenant's whole history for each message (docs/architecture.md, "Tenancy").
         let pending: Vec<Pending> = diesel::sql_query(
             "SELECT id, tenant_channel_id, status, scheduled_at, updated_at, claimed_by FROM messages
-             WHERE tenant_id = $2 AND id = ANY($1) AND status = ANY($3) ORDER BY id",
+             WHERE id = ANY($1) AND tenant_id + 0 = $2 AND status = ANY($3) ORDER BY id",
         )
         .bind::<Array<BigInt>, _>(ids)
         .bind::<BigInt, _>(tenant)
@@ -116,7 +120,7 @@ impl MessagingService {
             conn.transaction(async |conn| {
                 let stale: Vec<Message> = diesel::sql_query(
                     "UPDATE messages SET status = $5, error_message = $1, updated_at = $2
-                     WHERE tenant_id = $4 AND id = ANY($3) AND status = ANY($6) RETURNING *",
+                     WHERE id = ANY($3) AND tenant_id + 0 = $4 AND status = ANY($6) RETURNING *",
                 )
                 .bind::<Text, _>(OUTCOME_UNKNOWN)
                 .bind::<Timestamptz, _>(now)
@@ -394,7 +398,7 @@ impl MessagingService {
                     "UPDATE messages m SET status = $7, gateway_message_id = v.gid, provider_cost = v.cost,
                         sent_at = $4, updated_at = $4
                  FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
-                 WHERE m.tenant_id = $6 AND m.id = v.id AND m.status = ANY($5) RETURNING m.*",
+                 WHERE m.id = v.id AND m.tenant_id + 0 = $6 AND m.status = ANY($5) RETURNING m.*",
                 )
                 .bind::<Array<BigInt>, _>(&ok_ids)
                 .bind::<Array<Text>, _>(&gids)
@@ -412,7 +416,7 @@ impl MessagingService {
                 diesel::sql_query(
                     "UPDATE messages m SET status = $6, error_message = v.reason, updated_at = $3
                  FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
-                 WHERE m.tenant_id = $5 AND m.id = v.id AND m.status = ANY($4) RETURNING m.*",
+                 WHERE m.id = v.id AND m.tenant_id + 0 = $5 AND m.status = ANY($4) RETURNING m.*",
                 )
                 .bind::<Array<BigInt>, _>(&bad_ids)
                 .bind::<Array<Text>, _>(&reasons)
@@ -540,8 +544,9 @@ async fn claim(
     }
     Ok(diesel::sql_query(
         "UPDATE messages SET status = $6, updated_at = $2, claimed_by = $4
-         WHERE tenant_id = $5 AND id IN (
-             SELECT id FROM messages WHERE tenant_id = $5 AND id = ANY($1) AND status = ANY($3) FOR UPDATE SKIP LOCKED
+         WHERE (id, tenant_id) IN (
+             SELECT id, tenant_id FROM messages
+             WHERE id = ANY($1) AND tenant_id + 0 = $5 AND status = ANY($3) FOR UPDATE SKIP LOCKED
          )
          RETURNING *",
     )

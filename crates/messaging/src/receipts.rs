@@ -96,10 +96,11 @@ pub(crate) async fn apply(
         .filter(|r| !r.delivered)
         .map(|r| (r.gateway_message_id.as_str(), r.reason.clone().unwrap_or_else(|| "Delivery failed".to_owned())))
         .unzip();
+    // `tenant_id + 0`: found by the gateway's id, the tenant checked (see `dispatch`).
     conn.transaction(async |conn| {
         let done: Vec<Message> = diesel::sql_query(
             "UPDATE messages SET status = $6, delivered_at = $3, updated_at = $3
-             WHERE tenant_id = $5 AND tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND status = ANY($4)
+             WHERE tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND tenant_id + 0 = $5 AND status = ANY($4)
              RETURNING *",
         )
         .bind::<BigInt, _>(channel.id)
@@ -113,7 +114,7 @@ pub(crate) async fn apply(
         let lost: Vec<Message> = diesel::sql_query(
             "UPDATE messages m SET status = $7, error_message = 'Not delivered: ' || v.reason, updated_at = $4
              FROM unnest($2::text[], $3::text[]) AS v(gid, reason)
-             WHERE m.tenant_id = $6 AND m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid
+             WHERE m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid AND m.tenant_id + 0 = $6
                AND m.status = ANY($5)
              RETURNING m.*",
         )
@@ -394,7 +395,7 @@ impl MessagingService {
         let mut conn = self.conn().await?;
         let overdue: Vec<Message> = diesel::sql_query(
             "UPDATE messages SET status = $5, updated_at = $2
-             WHERE tenant_id = $4 AND id = ANY($1) AND status = ANY($3) RETURNING *",
+             WHERE id = ANY($1) AND tenant_id + 0 = $4 AND status = ANY($3) RETURNING *",
         )
         .bind::<Array<BigInt>, _>(ids)
         .bind::<Timestamptz, _>(now)
