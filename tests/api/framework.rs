@@ -84,6 +84,11 @@ async fn a_405_names_the_allowed_methods() {
         ("TRACE", "/api/v3/leads/x", "GET, HEAD, PATCH, DELETE"),
         ("PUT", GROUPS, "GET, HEAD, POST"),
         ("GET", "/api/v3/contacts/1/store", "POST"),
+        // outside /api/v3: the signed file links, the provider callbacks, the operations routes
+        ("TRACE", "/files/x", "GET, HEAD"),
+        ("GET", "/hooks/sms/x/delivery", "POST"),
+        ("POST", "/health", "GET, HEAD"),
+        ("DELETE", "/api-docs/openapi.json", "GET, HEAD"),
     ] {
         let res = app.request(method, path, Some(&account.key), None).await;
         assert_error(&res, 405);
@@ -268,6 +273,27 @@ async fn a_query_its_reader_refuses_is_a_422_naming_the_member() {
     let res = app.request("GET", "/api/v3/contact-groups?page=1&page=2", Some(&account.key), None).await;
     assert_error(&res, 422);
     assert!(!field_errors(&res, "page").is_empty(), "{:?}", res.body);
+    // every paging member is read, the one a `limit` outranks and an empty one included
+    for (query, member) in [("limit=5&per_page=false", "per_page"), ("page=", "page"), ("limit=1e3", "limit")] {
+        let res = app.request("GET", &format!("{GROUPS}?{query}"), Some(&account.key), None).await;
+        assert_error(&res, 422);
+        assert!(!field_errors(&res, member).is_empty(), "{query}: {:?}", res.body);
+    }
+}
+
+#[actix_web::test]
+async fn a_body_that_requires_nothing_may_be_left_out_and_is_described_so() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let group = app.post(GROUPS, &account.key, json!({"name": "Left alone"})).await;
+    let path = format!("{GROUPS}/{}", group.body["data"]["uid"].as_str().expect("uid"));
+    let res = app.request("PATCH", &path, Some(&account.key), None).await;
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    assert_eq!(res.body["data"]["name"], "Left alone");
+    let doc = app.request("GET", "/api-docs/openapi.json", None, None).await.body;
+    let body = |path: &str, method: &str| doc["paths"][path][method]["requestBody"]["required"].clone();
+    assert_eq!(body("/api/v3/contact-groups/{group}", "patch"), json!(false), "every member optional");
+    assert_eq!(body("/api/v3/contact-groups", "post"), json!(true), "`name` is required");
 }
 
 #[actix_web::test]

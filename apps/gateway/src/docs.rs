@@ -81,7 +81,7 @@ impl Modify for BearerAuth {
     info(
         title = "Customer Integration API",
         version = "3.1.0",
-        description = "Messaging, contacts, commerce, payments, data tables, leads and automations. Every /api/v3 route answers {status:'success', data} or {status:'error', message, errors?}."
+        description = "Messaging, contacts, commerce, payments, data tables, leads and automations. Every /api/v3 route answers {status:'success', data} or {status:'error', message, errors?}. No text anywhere (a body member or name, a query value, a path segment) may hold the NUL character: in a body or a query it is a 422 naming the member, in a path a 404. A body whose schema requires no member may be left out; it reads as {}."
     ),
     paths(
         crate::v3::account::me,
@@ -182,7 +182,7 @@ impl Modify for BearerAuth {
         crate::hooks::inbound,
     ),
     components(schemas(ErrorEnvelope, DataErrorEnvelope, DataErrorDetail)),
-    modifiers(&BearerAuth, &Refusable)
+    modifiers(&BearerAuth, &Refusable, &EmptyBodies)
 )]
 pub struct ApiDoc;
 
@@ -241,6 +241,36 @@ impl Modify for Refusable {
     }
 }
 
+/// The body reader takes an empty body as `{}` (`http::json`), so a body whose schema requires
+/// no member may be left out: its request body is described as optional.
+struct EmptyBodies;
+
+impl Modify for EmptyBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Required, schema::Schema};
+        let components = openapi.components.clone().unwrap_or_default();
+        let requires_nothing = |schema: &RefOr<Schema>| {
+            let schema = match schema {
+                RefOr::Ref(reference) => {
+                    let name = reference.ref_location.rsplit('/').next().unwrap_or_default();
+                    components.schemas.get(name)
+                }
+                inline => Some(inline),
+            };
+            matches!(schema, Some(RefOr::T(Schema::Object(object))) if object.required.is_empty())
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [&mut item.put, &mut item.post, &mut item.patch, &mut item.delete].into_iter().flatten() {
+                let Some(body) = operation.request_body.as_mut() else { continue };
+                let json = body.content.get("application/json").and_then(|content| content.schema.as_ref());
+                if json.is_some_and(requires_nothing) {
+                    body.required = Some(Required::False);
+                }
+            }
+        }
+    }
+}
+
 pub fn openapi_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_else(|_| "{}".to_owned())
 }
@@ -268,8 +298,11 @@ pub fn allowed_methods(pattern: &str) -> Option<&'static str> {
             })
             .collect()
     });
-    ALLOWED.get(pattern).map(String::as_str)
+    ALLOWED.get(pattern).map(String::as_str).or_else(|| UNDESCRIBED_GETS.contains(&pattern).then_some("GET, HEAD"))
 }
+
+/// The routes outside the description (operations, the description itself): each answers GET.
+pub const UNDESCRIBED_GETS: &[&str] = &["/health", "/ready", "/metrics", "/api-docs", "/api-docs/openapi.json"];
 
 pub async fn openapi() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(openapi_json())

@@ -13,8 +13,8 @@ use crate::http::{ApiError, ok};
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/hooks/sms/{token}")
-            .route("/delivery", web::post().to(delivery))
-            .route("/inbound", web::post().to(inbound)),
+            .service(web::resource("/delivery").route(web::post().to(delivery)))
+            .service(web::resource("/inbound").route(web::post().to(inbound))),
     );
 }
 

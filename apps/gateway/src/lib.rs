@@ -114,15 +114,16 @@ pub fn app(
         .app_data(web::PayloadConfig::new(max_body_bytes))
         .app_data(web::QueryConfig::default().error_handler(http::json::query_error))
         .wrap(actix_web::middleware::from_fn(http::middleware::observe))
-        .route("/health", web::get().to(ops::health))
-        .route("/ready", web::get().to(ops::ready))
-        .route("/metrics", web::get().to(ops::metrics))
-        .route("/api-docs", web::get().to(docs::page))
-        .route("/api-docs/openapi.json", web::get().to(docs::openapi))
+        // resources, not `App::route`s: another method on these paths is a 405 naming GET
+        .service(web::resource("/health").route(web::get().to(ops::health)))
+        .service(web::resource("/ready").route(web::get().to(ops::ready)))
+        .service(web::resource("/metrics").route(web::get().to(ops::metrics)))
+        .service(web::resource("/api-docs").route(web::get().to(docs::page)))
+        .service(web::resource("/api-docs/openapi.json").route(web::get().to(docs::openapi)))
         .configure(v3::configure)
         .configure(hooks::configure)
         // signed file links from data records carry no key
-        .route("/files/{file}", web::get().to(v3::data::download))
+        .service(web::resource("/files/{file}").route(web::get().to(v3::data::download)))
         .default_service(web::to(ops::not_found))
 }
 

@@ -32,23 +32,22 @@ pub struct PageQuery {
 
 impl PageRequest {
     /// `limit` wins over `per_page`; a non-positive size means the default; sizes above 100
-    /// are clamped to 100; a page below 1 is page 1. A value that is not an integer is a 422.
+    /// are clamped to 100; a page below 1 is page 1. A value that is not an integer (an empty
+    /// one included) is a 422, even beside a `limit` that wins.
     pub fn parse(query: &PageQuery, default_per_page: i64) -> Result<Self, Error> {
         let int = |field: &str, value: &Option<String>| -> Result<Option<i64>, Error> {
-            match value.as_deref().map(str::trim) {
-                None | Some("") => Ok(None),
-                Some(raw) => raw
-                    .parse::<i64>()
-                    .map(Some)
-                    .map_err(|_| Error::field(field, format!("The {field} must be an integer."))),
-            }
+            value
+                .as_deref()
+                .map(|raw| {
+                    raw.trim()
+                        .parse::<i64>()
+                        .map_err(|_| Error::field(field, format!("The {field} must be an integer.")))
+                })
+                .transpose()
         };
         let page = int("page", &query.page)?.filter(|p| *p >= 1).unwrap_or(1);
-        let size = match int("limit", &query.limit)? {
-            Some(limit) => Some(limit),
-            None => int("per_page", &query.per_page)?,
-        };
-        let per_page = match size {
+        let (limit, per_page) = (int("limit", &query.limit)?, int("per_page", &query.per_page)?);
+        let per_page = match limit.or(per_page) {
             Some(n) if n > 0 => n.min(MAX_PER_PAGE),
             _ => default_per_page,
         };
@@ -91,11 +90,11 @@ impl Timeline {
     /// The timelines' default page.
     pub const DEFAULT_LIMIT: i64 = 50;
 
-    /// Sizes as [`PageRequest::parse`]; a `before` that is not an integer is a 422.
+    /// Sizes as [`PageRequest::parse`]; a `before` that is not an integer (or is empty) is a 422.
     pub fn parse(query: &TimelineQuery) -> Result<Self, Error> {
         let sizes = PageQuery { page: None, limit: query.limit.clone(), per_page: query.per_page.clone() };
         let limit = PageRequest::parse(&sizes, Self::DEFAULT_LIMIT)?.per_page;
-        let before = match query.before.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
+        let before = match query.before.as_deref().map(str::trim) {
             None => i64::MAX,
             Some(raw) => raw.parse().map_err(|_| {
                 Error::field("before", "The before must be a next_before value.").with_reason("invalid")
@@ -167,6 +166,18 @@ mod tests {
         assert_eq!(r(q(Some("0"), None, None)).page, 1);
         assert_eq!(r(q(Some("3"), Some("10"), None)).offset(), 20);
         assert!(PageRequest::parse(&q(Some("x"), None, None), 20).is_err());
+    }
+
+    #[test]
+    fn every_member_sent_must_be_an_integer() {
+        let refused =
+            |query| PageRequest::parse(&query, 20).expect_err("refused").errors.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(refused(q(None, Some("5"), Some("false"))), ["per_page"], "a bad per_page beside a limit that wins");
+        assert_eq!(refused(q(Some(""), None, None)), ["page"], "an empty value is no integer");
+        assert_eq!(refused(q(None, Some("99999999999999999999"), None)), ["limit"], "beyond 64 bits");
+        let timeline = |before: &str| TimelineQuery { before: Some(before.into()), limit: None, per_page: None };
+        assert!(Timeline::parse(&timeline("")).is_err());
+        assert_eq!(Timeline::parse(&timeline("42")).map(|t| t.before).ok(), Some(42));
     }
 
     #[test]
