@@ -2,37 +2,10 @@
 //! order's status (contract: Order status), what its stock hold does between them, and a sync
 //! run's status (contract: Sync report). Stored as their wire values in `text` columns.
 
-use std::fmt;
-
-use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::deserialize::FromSqlRow;
 use diesel::expression::AsExpression;
-use diesel::pg::{Pg, PgValue};
-use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::Text;
-
-/// The wire value of a state in a `text` column.
-macro_rules! text_column {
-    ($kind:ident) => {
-        impl ToSql<Text, Pg> for $kind {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-                <str as ToSql<Text, Pg>>::to_sql(self.as_str(), out)
-            }
-        }
-
-        impl FromSql<Text, Pg> for $kind {
-            fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
-                let text = <String as FromSql<Text, Pg>>::from_sql(bytes)?;
-                Self::parse(&text).ok_or_else(|| format!("unknown {} {text:?}", stringify!($kind)).into())
-            }
-        }
-
-        impl fmt::Display for $kind {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
+use kernel::state::{Event, Status};
 
 // ---------------------------------------------------------------------------------------------
 // Order status
@@ -104,16 +77,16 @@ impl OrderStatus {
 
     /// The status after `event` (contract: Order status). A hold that expires in any status but
     /// `pending` is refused: the order keeps its stock.
-    pub fn apply(self, event: OrderEvent) -> Result<OrderStatus, IllegalTransition> {
+    pub fn apply(self, event: OrderEvent) -> Result<OrderStatus, IllegalTransition<Self, OrderEvent>> {
         match event {
             OrderEvent::Set(to) => Ok(to),
             OrderEvent::HoldExpired if self == Self::Pending => Ok(self),
-            OrderEvent::HoldExpired => Err(IllegalTransition { from: self.as_str(), event: "hold expiry" }),
+            OrderEvent::HoldExpired => Err(IllegalTransition { from: self, event }),
         }
     }
 }
 
-text_column!(OrderStatus);
+kernel::wire_text!(OrderStatus);
 
 /// Where an order's units stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, AsExpression, FromSqlRow)]
@@ -173,7 +146,7 @@ impl Hold {
     }
 }
 
-text_column!(Hold);
+kernel::wire_text!(Hold);
 
 // ---------------------------------------------------------------------------------------------
 // Sync run status
@@ -207,10 +180,11 @@ pub const SYNC_TRANSITIONS: &[(SyncStatus, SyncEvent, SyncStatus)] = &[
     (SyncStatus::Running, SyncEvent::Fail, SyncStatus::Failed),
 ];
 
-impl SyncStatus {
-    pub const ALL: [Self; 4] = [Self::Queued, Self::Running, Self::Completed, Self::Failed];
+impl Status for SyncStatus {
+    type Event = SyncEvent;
+    const ALL: &'static [Self] = &[Self::Queued, Self::Running, Self::Completed, Self::Failed];
 
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
             Self::Running => "running",
@@ -218,57 +192,17 @@ impl SyncStatus {
             Self::Failed => "failed",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == s)
-    }
-
-    /// No event leaves it: the run is over.
-    pub fn is_final(self) -> bool {
-        !SYNC_TRANSITIONS.iter().any(|&(from, _, _)| from == self)
-    }
-
-    pub fn apply(self, event: SyncEvent) -> Result<SyncStatus, IllegalTransition> {
-        SYNC_TRANSITIONS
-            .iter()
-            .find(|&&(from, on, _)| from == self && on == event)
-            .map(|&(_, _, to)| to)
-            .ok_or(IllegalTransition { from: self.as_str(), event: event.name() })
-    }
 }
 
-impl SyncEvent {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Start => "start",
-            Self::Complete => "complete",
-            Self::Fail => "fail",
-        }
-    }
-
-    /// The statuses this event may leave: for SQL `WHERE status = ANY($1)`, so the database
-    /// applies the same table under concurrency.
-    pub fn sources(self) -> Vec<SyncStatus> {
-        SYNC_TRANSITIONS.iter().filter(|&&(_, on, _)| on == self).map(|&(from, _, _)| from).collect()
-    }
+impl Event for SyncEvent {
+    type Status = SyncStatus;
+    const ALL: &'static [Self] = &[Self::Start, Self::Complete, Self::Fail];
+    const TRANSITIONS: &'static [(SyncStatus, SyncEvent, SyncStatus)] = SYNC_TRANSITIONS;
 }
 
-text_column!(SyncStatus);
+kernel::wire_text!(SyncStatus);
 
-/// An event the current state does not allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IllegalTransition {
-    pub from: &'static str,
-    pub event: &'static str,
-}
-
-impl fmt::Display for IllegalTransition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} state cannot take the {} event", self.from, self.event)
-    }
-}
-
-impl std::error::Error for IllegalTransition {}
+pub use kernel::state::IllegalTransition;
 
 #[cfg(test)]
 mod tests {
@@ -321,16 +255,14 @@ mod tests {
                 assert!(done.apply(event).is_err());
             }
         }
-        assert_eq!(SyncEvent::Fail.sources(), [SyncStatus::Queued, SyncStatus::Running]);
+        assert_eq!(SyncEvent::Fail.sources(), ["queued", "running"]);
+        kernel::state::check::<SyncStatus>();
     }
 
     #[test]
     fn wire_values_read_back() {
         for s in OrderStatus::ALL {
             assert_eq!(OrderStatus::parse(s.as_str()), Some(s));
-        }
-        for s in SyncStatus::ALL {
-            assert_eq!(SyncStatus::parse(s.as_str()), Some(s));
         }
         for h in Hold::ALL {
             assert_eq!(Hold::parse(h.as_str()), Some(h));

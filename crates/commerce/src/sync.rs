@@ -1,6 +1,7 @@
 //! Sync runs (contract: Sync report, Sync run and feed): a product batch is accepted at once
 //! (202) and worked by a job in one transaction; every row's fate is in the report.
 
+use kernel::state::{Event as _, Status as _};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

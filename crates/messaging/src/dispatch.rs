@@ -6,6 +6,7 @@
 //! once that process's heartbeat stopped, or after `stale_after` in any case (its sender died
 //! during the provider call, outcome unknown), is failed, not resent (docs/api.md).
 
+use kernel::state::{Event as _, Status as _};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use kernel::state::Status as _;
 use kernel::{Caller, Error, Page, PageRequest, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

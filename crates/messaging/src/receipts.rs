@@ -2,6 +2,7 @@
 //! announced receipts, or from asking the provider when a receipt is overdue) and inbound
 //! messages, with the opt-out keywords they may carry.
 
+use kernel::state::{Event as _, Status as _};
 use std::sync::Arc;
 
 use diesel::prelude::*;

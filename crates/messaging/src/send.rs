@@ -1,6 +1,7 @@
 //! `POST /sms/send` (contract: SMS send body): validate, route, price and bill, then write one
 //! message per recipient with its dispatch job in one transaction.
 
+use kernel::state::Status as _;
 use std::collections::BTreeMap;
 
 use diesel::prelude::*;

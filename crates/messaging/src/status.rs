@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use kernel::state::Status as _;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
@@ -58,12 +60,13 @@ pub const TRANSITIONS: &[(MessageStatus, MessageEvent, MessageStatus)] = &[
     (S::Delivered, E::ReadReceipt, S::Read),
 ];
 
-impl MessageStatus {
-    pub const ALL: [Self; 8] =
-        [S::Queued, S::Processing, S::Sent, S::CheckingDelivery, S::Delivered, S::Read, S::Failed, S::Received];
+impl kernel::state::Status for MessageStatus {
+    type Event = MessageEvent;
+    const ALL: &'static [Self] =
+        &[S::Queued, S::Processing, S::Sent, S::CheckingDelivery, S::Delivered, S::Read, S::Failed, S::Received];
 
     /// The contract's wire value.
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             S::Queued => "queued",
             S::Processing => "processing",
@@ -75,24 +78,6 @@ impl MessageStatus {
             S::Received => "received",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == s)
-    }
-
-    /// No event leaves it: `read`, `failed`, `received`. `delivered` is not final because a
-    /// chat read receipt may follow; an SMS simply stays `delivered`.
-    pub fn is_final(self) -> bool {
-        !TRANSITIONS.iter().any(|&(from, _, _)| from == self)
-    }
-
-    pub fn apply(self, event: MessageEvent) -> Result<MessageStatus, IllegalTransition> {
-        TRANSITIONS
-            .iter()
-            .find(|&&(from, on, _)| from == self && on == event)
-            .map(|&(_, _, to)| to)
-            .ok_or(IllegalTransition { from: self, event })
-    }
 }
 
 impl fmt::Display for MessageStatus {
@@ -101,46 +86,26 @@ impl fmt::Display for MessageStatus {
     }
 }
 
-impl MessageEvent {
-    pub const ALL: [Self; 8] =
-        [E::Claim, E::Accept, E::Refuse, E::Deliver, E::DeliveryFail, E::ReceiptOverdue, E::ReadReceipt, E::Cancel];
-
-    pub fn target(self) -> MessageStatus {
-        match self {
-            E::Claim => S::Processing,
-            E::Accept => S::Sent,
-            E::Refuse | E::DeliveryFail | E::Cancel => S::Failed,
-            E::Deliver => S::Delivered,
-            E::ReceiptOverdue => S::CheckingDelivery,
-            E::ReadReceipt => S::Read,
-        }
-    }
-
-    /// The statuses this event may leave, as wire values: for SQL `WHERE status = ANY($1)`, so
-    /// the database applies the same table under concurrency.
-    pub fn sources(self) -> Vec<&'static str> {
-        TRANSITIONS.iter().filter(|&&(_, on, _)| on == self).map(|&(from, _, _)| from.as_str()).collect()
-    }
+impl kernel::state::Event for MessageEvent {
+    type Status = MessageStatus;
+    const ALL: &'static [Self] =
+        &[E::Claim, E::Accept, E::Refuse, E::Deliver, E::DeliveryFail, E::ReceiptOverdue, E::ReadReceipt, E::Cancel];
+    const TRANSITIONS: &'static [(MessageStatus, MessageEvent, MessageStatus)] = TRANSITIONS;
 }
 
 /// An event the message's current status does not allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IllegalTransition {
-    pub from: MessageStatus,
-    pub event: MessageEvent,
-}
-
-impl fmt::Display for IllegalTransition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} message cannot take the {:?} event", self.from, self.event)
-    }
-}
-
-impl std::error::Error for IllegalTransition {}
+pub type IllegalTransition = kernel::state::IllegalTransition<MessageStatus, MessageEvent>;
 
 #[cfg(test)]
 mod tests {
+    use kernel::state::{Event as _, Status as _};
+
     use super::*;
+
+    #[test]
+    fn the_table_keeps_the_rules_of_every_table() {
+        kernel::state::check::<S>();
+    }
 
     // One test per row of the contract's Message status table. Rows "(created) -> queued" and
     // "(inbound) -> received" are insertions, not transitions; the caller writes those statuses.
@@ -173,7 +138,7 @@ mod tests {
 
     #[test]
     fn inbound_received_takes_no_event() {
-        for event in E::ALL {
+        for &event in E::ALL {
             assert_eq!(S::Received.apply(event), Err(IllegalTransition { from: S::Received, event }));
         }
     }
@@ -195,38 +160,9 @@ mod tests {
     }
 
     #[test]
-    fn every_pair_outside_the_table_is_refused() {
-        for from in S::ALL {
-            for event in E::ALL {
-                let row = TRANSITIONS.iter().find(|&&(f, e, _)| f == from && e == event);
-                match row {
-                    Some(&(_, _, to)) => assert_eq!(from.apply(event), Ok(to)),
-                    None => assert_eq!(from.apply(event), Err(IllegalTransition { from, event })),
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn each_event_has_exactly_one_target() {
-        for &(from, event, to) in TRANSITIONS {
-            assert_eq!(to, event.target(), "{from} {event:?}");
-        }
-        for event in E::ALL {
-            assert!(TRANSITIONS.iter().any(|&(_, e, _)| e == event), "{event:?} is in no row");
-        }
-    }
-
-    #[test]
-    fn no_duplicate_rows() {
-        for (i, &(from, event, _)) in TRANSITIONS.iter().enumerate() {
-            assert!(!TRANSITIONS[i + 1..].iter().any(|&(f, e, _)| f == from && e == event));
-        }
-    }
-
-    #[test]
+    /// `delivered` is not final: a chat read receipt may follow (an SMS simply stays there).
     fn final_statuses_are_read_failed_received() {
-        let finals: Vec<_> = S::ALL.into_iter().filter(|s| s.is_final()).collect();
+        let finals: Vec<_> = S::ALL.iter().copied().filter(|s| s.is_final()).collect();
         assert_eq!(finals, [S::Read, S::Failed, S::Received]);
     }
 
@@ -239,7 +175,7 @@ mod tests {
 
     #[test]
     fn wire_values_round_trip() {
-        for status in S::ALL {
+        for &status in S::ALL {
             assert_eq!(S::parse(status.as_str()), Some(status));
             assert_eq!(serde_json::to_value(status).ok(), Some(serde_json::json!(status.as_str())));
         }
@@ -250,6 +186,6 @@ mod tests {
     #[test]
     fn illegal_transition_says_what_was_refused() {
         let err = S::Failed.apply(E::Accept).err();
-        assert_eq!(err.map(|e| e.to_string()).as_deref(), Some("a failed message cannot take the Accept event"));
+        assert_eq!(err.map(|e| e.to_string()).as_deref(), Some("failed cannot take the Accept event"));
     }
 }

@@ -6,6 +6,7 @@
 //! failures stay for inspection) with the webhook schedule instead of the queue's backoff, and
 //! without a job row per delivery.
 
+use kernel::state::{Event as _, Status as _};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use kernel::error::FieldErrors;
+use kernel::state::{Event as _, Status as _};
 use kernel::{Caller, Error, Page, PageRequest, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

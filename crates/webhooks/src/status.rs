@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use kernel::state::{Event, Status};
+
 /// A receiver's status: `active`, or `paused` after consecutive failed attempts (stored as
 /// `paused_at`: a receiver is paused exactly when it has one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -30,32 +32,29 @@ pub const WEBHOOK_TRANSITIONS: &[(WebhookStatus, WebhookEvent, WebhookStatus)] =
     (WebhookStatus::Paused, WebhookEvent::Resume, WebhookStatus::Active),
 ];
 
-impl WebhookStatus {
-    pub const ALL: [Self; 2] = [Self::Active, Self::Paused];
+impl Status for WebhookStatus {
+    type Event = WebhookEvent;
+    const ALL: &'static [Self] = &[Self::Active, Self::Paused];
 
     /// The wire value.
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Paused => "paused",
         }
     }
+}
 
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == s)
-    }
+impl Event for WebhookEvent {
+    type Status = WebhookStatus;
+    const ALL: &'static [Self] = &[Self::Pause, Self::Resume];
+    const TRANSITIONS: &'static [(WebhookStatus, WebhookEvent, WebhookStatus)] = WEBHOOK_TRANSITIONS;
+}
 
+impl WebhookStatus {
     /// The status a stored receiver is in.
     pub fn of<T>(paused_at: Option<T>) -> Self {
         if paused_at.is_some() { Self::Paused } else { Self::Active }
-    }
-
-    pub fn apply(self, event: WebhookEvent) -> Result<Self, IllegalTransition<Self, WebhookEvent>> {
-        WEBHOOK_TRANSITIONS
-            .iter()
-            .find(|&&(from, on, _)| from == self && on == event)
-            .map(|&(_, _, to)| to)
-            .ok_or(IllegalTransition { from: self, event })
     }
 }
 
@@ -117,13 +116,12 @@ pub const DELIVERY_TRANSITIONS: &[(DeliveryState, DeliveryEvent, DeliveryState)]
     (S::Pending, E::Cancel, S::Failed),
 ];
 
-impl DeliveryState {
-    pub const ALL: [Self; 5] = [S::Screening, S::Pending, S::Held, S::Delivered, S::Failed];
-    /// The states the delivery log shows and filters by, in the order its message names them.
-    pub const SHOWN: [Self; 4] = [S::Pending, S::Delivered, S::Failed, S::Held];
+impl Status for DeliveryState {
+    type Event = DeliveryEvent;
+    const ALL: &'static [Self] = &[S::Screening, S::Pending, S::Held, S::Delivered, S::Failed];
 
     /// The stored and wire value.
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             S::Screening => "screening",
             S::Pending => "pending",
@@ -132,6 +130,17 @@ impl DeliveryState {
             S::Failed => "failed",
         }
     }
+}
+
+impl Event for DeliveryEvent {
+    type Status = DeliveryState;
+    const ALL: &'static [Self] = &[E::Admit, E::Hold, E::Release, E::Retry, E::Deliver, E::Fail, E::Cancel];
+    const TRANSITIONS: &'static [(DeliveryState, DeliveryEvent, DeliveryState)] = DELIVERY_TRANSITIONS;
+}
+
+impl DeliveryState {
+    /// The states the delivery log shows and filters by, in the order its message names them.
+    pub const SHOWN: [Self; 4] = [S::Pending, S::Delivered, S::Failed, S::Held];
 
     /// The value as an SQL literal, for statements whose plan must see it (the partial indexes
     /// `WHERE state = 'pending'` are only used when the query names the state literally).
@@ -139,25 +148,9 @@ impl DeliveryState {
         format!("'{}'", self.as_str())
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|state| state.as_str() == s)
-    }
-
     /// A state the delivery log shows.
     pub fn parse_shown(s: &str) -> Option<Self> {
         Self::SHOWN.into_iter().find(|state| state.as_str() == s)
-    }
-
-    pub fn is_final(self) -> bool {
-        !DELIVERY_TRANSITIONS.iter().any(|&(from, _, _)| from == self)
-    }
-
-    pub fn apply(self, event: DeliveryEvent) -> Result<Self, IllegalTransition<Self, DeliveryEvent>> {
-        DELIVERY_TRANSITIONS
-            .iter()
-            .find(|&&(from, on, _)| from == self && on == event)
-            .map(|&(_, _, to)| to)
-            .ok_or(IllegalTransition { from: self, event })
     }
 }
 
@@ -167,38 +160,7 @@ impl fmt::Display for DeliveryState {
     }
 }
 
-impl DeliveryEvent {
-    pub const ALL: [Self; 7] = [E::Admit, E::Hold, E::Release, E::Retry, E::Deliver, E::Fail, E::Cancel];
-
-    pub fn target(self) -> DeliveryState {
-        match self {
-            E::Admit | E::Release | E::Retry => S::Pending,
-            E::Hold => S::Held,
-            E::Deliver => S::Delivered,
-            E::Fail | E::Cancel => S::Failed,
-        }
-    }
-
-    /// The states this event may leave, as stored values: for SQL `state = ANY($1)`.
-    pub fn sources(self) -> Vec<&'static str> {
-        DELIVERY_TRANSITIONS.iter().filter(|&&(_, on, _)| on == self).map(|&(from, _, _)| from.as_str()).collect()
-    }
-}
-
-/// An event the current status or state does not allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IllegalTransition<S, E> {
-    pub from: S,
-    pub event: E,
-}
-
-impl<S: fmt::Display, E: fmt::Debug> fmt::Display for IllegalTransition<S, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} cannot take the {:?} event", self.from, self.event)
-    }
-}
-
-impl<S: fmt::Display + fmt::Debug, E: fmt::Debug> std::error::Error for IllegalTransition<S, E> {}
+pub use kernel::state::IllegalTransition;
 
 #[cfg(test)]
 mod tests {
@@ -242,23 +204,14 @@ mod tests {
 
     #[test]
     fn delivered_and_failed_are_final() {
-        let finals: Vec<_> = S::ALL.into_iter().filter(|s| s.is_final()).collect();
+        let finals: Vec<_> = S::ALL.iter().copied().filter(|s| s.is_final()).collect();
         assert_eq!(finals, [S::Delivered, S::Failed]);
     }
 
     #[test]
-    fn every_pair_outside_the_table_is_refused_and_each_event_has_one_target() {
-        for from in S::ALL {
-            for event in E::ALL {
-                match DELIVERY_TRANSITIONS.iter().find(|&&(f, e, _)| f == from && e == event) {
-                    Some(&(_, _, to)) => assert_eq!(from.apply(event), Ok(to)),
-                    None => assert_eq!(from.apply(event), Err(IllegalTransition { from, event })),
-                }
-            }
-        }
-        for &(from, event, to) in DELIVERY_TRANSITIONS {
-            assert_eq!(to, event.target(), "{from} {event:?}");
-        }
+    fn both_tables_keep_the_rules_of_every_table() {
+        kernel::state::check::<WebhookStatus>();
+        kernel::state::check::<DeliveryState>();
     }
 
     #[test]
@@ -270,11 +223,11 @@ mod tests {
 
     #[test]
     fn wire_values_round_trip_and_screening_is_never_shown() {
-        for state in S::ALL {
+        for &state in S::ALL {
             assert_eq!(S::parse(state.as_str()), Some(state));
             assert_eq!(serde_json::to_value(state).ok(), Some(serde_json::json!(state.as_str())));
         }
-        for status in WebhookStatus::ALL {
+        for &status in WebhookStatus::ALL {
             assert_eq!(WebhookStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(S::parse_shown("screening"), None);

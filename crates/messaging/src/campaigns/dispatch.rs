@@ -1,6 +1,7 @@
 //! A campaign's dispatch chain: each `messaging.dispatch_campaign` job writes one batch of
 //! personalized, priced and paid-for messages with their send jobs, then queues the next.
 
+use kernel::state::{Event as _, Status as _};
 use std::sync::Arc;
 
 use ::contacts::recipients;

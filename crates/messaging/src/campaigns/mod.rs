@@ -7,6 +7,7 @@ mod status;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use kernel::state::{Event as _, Status as _};
 use kernel::{Caller, Error, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use store::jobs::Enqueue;
