@@ -35,6 +35,9 @@ pub struct Options {
     pub phases: String,
     /// Time budget of the schemathesis run, in seconds.
     pub max_time: u64,
+    /// Generated cases per operation in the fuzzing phase (schemathesis's default when unset):
+    /// with the seed, a bound that makes the phase repeatable.
+    pub max_examples: Option<u32>,
     pub seed: u64,
     /// Record this run's failures in the baseline (and drop those it no longer finds).
     pub update_baseline: bool,
@@ -45,7 +48,7 @@ pub struct Options {
 const BASELINE: &str = "xtask/fuzz-baseline.json";
 
 pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: Options) -> Result<ExitCode> {
-    let Options { phases, max_time, seed, update_baseline } = options;
+    let Options { phases, max_time, max_examples, seed, update_baseline } = options;
     // reqwest is built without a default TLS provider; a client needs one even for plain HTTP.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let out = workspace.target.join("fuzz");
@@ -89,6 +92,7 @@ pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: O
         .arg("run")
         .arg(format!("http://{addr}/api-docs/openapi.json"))
         .args(["--phases", &phases, "--checks", "all", "--max-time", &max_time.to_string()])
+        .args(max_examples.map(|n| ["--max-examples".to_owned(), n.to_string()]).into_iter().flatten())
         .args(["--report", "junit,ndjson", "--report-dir"])
         .arg(out.join("report"))
         .arg("--baseline")

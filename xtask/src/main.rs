@@ -49,13 +49,16 @@ enum Command {
     /// Schemathesis over the OpenAPI description against a release gateway with seeded data:
     /// no server error, no undocumented status, no schema-violating request accepted
     Fuzz {
-        /// Schemathesis's phases: `coverage` alone is deterministic (what CI runs); `fuzzing`
-        /// generates cases until the time budget is spent
+        /// Schemathesis's phases; `fuzzing` generates cases until the time budget is spent or
+        /// each operation has `--max-examples` of them
         #[arg(long, default_value = "examples,coverage,fuzzing")]
         phases: String,
         /// Time budget of the schemathesis run, in seconds
         #[arg(long, default_value_t = 300)]
         max_time: u64,
+        /// Cases per operation in the fuzzing phase (default: schemathesis's)
+        #[arg(long)]
+        max_examples: Option<u32>,
         /// Seed of the generated cases, so that a failure can be replayed
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -96,8 +99,13 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run { addr } => run::run(&workspace, &mut interrupts, &addr).await,
         Command::Test { cargo_test_args } => test::test(&workspace, &mut interrupts, &cargo_test_args).await,
         Command::Ci => ci::ci(&workspace, &mut interrupts).await,
-        Command::Fuzz { phases, max_time, seed, update_baseline } => {
-            fuzz::fuzz(&workspace, &mut interrupts, fuzz::Options { phases, max_time, seed, update_baseline }).await
+        Command::Fuzz { phases, max_time, max_examples, seed, update_baseline } => {
+            fuzz::fuzz(
+                &workspace,
+                &mut interrupts,
+                fuzz::Options { phases, max_time, max_examples, seed, update_baseline },
+            )
+            .await
         }
         Command::Bench { quick, only } => bench::bench(&workspace, &mut interrupts, quick, only).await,
     }
