@@ -1,9 +1,6 @@
 //! The message state machine (contract: States and transitions — Message status), one table
 //! that both [`MessageStatus::apply`] and the SQL guards ([`MessageEvent::sources`]) read.
 
-use std::fmt;
-
-use kernel::state::Status as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -80,11 +77,7 @@ impl kernel::state::Status for MessageStatus {
     }
 }
 
-impl fmt::Display for MessageStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+kernel::wire_text!(MessageStatus);
 
 impl kernel::state::Event for MessageEvent {
     type Status = MessageStatus;

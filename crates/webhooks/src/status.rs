@@ -3,8 +3,6 @@
 //! [`DeliveryState::sql`] where a partial index needs the literal) read. No other code spells a
 //! status.
 
-use std::fmt;
-
 use kernel::state::{Event, Status};
 
 /// A receiver's status: `active`, or `paused` after consecutive failed attempts (stored as
@@ -58,11 +56,7 @@ impl WebhookStatus {
     }
 }
 
-impl fmt::Display for WebhookStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+kernel::wire_text!(WebhookStatus);
 
 /// Where a delivery stands (`webhook_deliveries.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -154,11 +148,7 @@ impl DeliveryState {
     }
 }
 
-impl fmt::Display for DeliveryState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+kernel::wire_text!(DeliveryState);
 
 pub use kernel::state::IllegalTransition;
 
