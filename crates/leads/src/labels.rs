@@ -52,11 +52,13 @@ pub struct LabelWithCount {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct NewLabel {
     /// Required; up to 60 characters; unique in the workspace, any case.
-    #[schema(required = true, value_type = String)]
+    #[schema(required = true, schema_with = crate::doc::new_label_name)]
     pub name: Option<String>,
     /// `#RRGGBB`; `#6B7280` when absent.
+    #[schema(schema_with = crate::doc::label_color)]
     pub color: Option<String>,
     /// Up to 500 characters.
+    #[schema(max_length = 500)]
     pub description: Option<String>,
     /// Default false.
     pub ai_assignable: Option<bool>,
@@ -66,12 +68,14 @@ pub struct NewLabel {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct LabelPatch {
     /// Up to 60 characters; unique in the workspace, any case.
+    #[schema(schema_with = crate::doc::label_name_patch)]
     pub name: Option<String>,
     /// `#RRGGBB`.
+    #[schema(schema_with = crate::doc::label_color)]
     pub color: Option<String>,
     /// Up to 500 characters; null or an empty string clears it.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 500)]
     pub description: Patch<String>,
     pub ai_assignable: Option<bool>,
 }
@@ -91,7 +95,7 @@ pub struct DeletedLabel {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct LabelNames {
     /// Label names, any case; at least one, up to 100.
-    #[schema(required = true, value_type = Vec<String>)]
+    #[schema(required = true, schema_with = crate::doc::label_names)]
     pub labels: Option<Vec<String>>,
 }
 

@@ -33,6 +33,7 @@
 //! and names each bad field at once. The stage rules live in [`LeadStage`]; ids are [`LeadId`]
 //! and [`LabelId`].
 
+pub mod doc;
 pub mod events;
 pub mod filters;
 pub mod fold;

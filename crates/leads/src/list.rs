@@ -25,27 +25,47 @@ pub const PER_PAGE: i64 = 20;
 #[into_params(parameter_in = Query)]
 pub struct LeadFilter {
     /// `open` (the default: neither closed nor archived), `closed`, `archived` or `all`.
+    #[param(pattern = "^(open|closed|archived|all)?$")]
     pub status: Option<String>,
     /// One stage or several.
+    #[param(
+        pattern = "^((new|contacted|qualified|opportunity|won|lost|unqualified)(,(new|contacted|qualified|opportunity|won|lost|unqualified))*)?$"
+    )]
     pub stage: Option<String>,
     /// Label names or ids; several mean any of them.
     pub label: Option<String>,
     /// The lead's `source_channel`, any case.
     pub channel: Option<String>,
     /// `me`, `none` or a user id.
+    #[param(pattern = "^(me|none|-?[0-9]{1,18})?$")]
     pub assigned_to: Option<String>,
     /// A user id, `me`, or a creator kind (`api`, `ai`, `user`).
     pub created_by: Option<String>,
     /// Searched in name, company, phone and email.
     pub q: Option<String>,
     /// RFC 3339 or a date; with `date_field`.
+    #[param(
+        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+    )]
     pub from: Option<String>,
+    /// RFC 3339 or a date (its whole day); with `date_field`.
+    #[param(
+        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+    )]
     pub to: Option<String>,
     /// `created_at` (the default), `updated_at`, `last_activity_at` or `next_action_at`.
+    #[param(pattern = "^(created_at|updated_at|last_activity_at|next_action_at)?$")]
     pub date_field: Option<String>,
+    /// A whole number.
+    #[param(pattern = "^(-?[0-9]{1,9})?$")]
     pub score_min: Option<String>,
+    /// A whole number.
+    #[param(pattern = "^(-?[0-9]{1,9})?$")]
     pub score_max: Option<String>,
-    /// RFC 3339: leads changed since.
+    /// RFC 3339 or a date: leads changed since.
+    #[param(
+        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+    )]
     pub updated_since: Option<String>,
 }
 

@@ -27,57 +27,57 @@ use crate::timeline::{self, Activity, LeadEvent};
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct LeadPatch {
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub name: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub title: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub company: Patch<String>,
     /// Any common form, read with the account's calling code.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::phone_patch)]
     pub phone: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::email_patch)]
     pub email: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub location: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub interest: Patch<String>,
     /// In main currency units, at least 0.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<f64>, minimum = 0, exclusive_maximum = 1e15)]
     pub estimated_value: Patch<f64>,
     /// ISO 4217; null puts back the workspace's currency.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::currency_patch)]
     pub currency: Patch<String>,
     /// 0 to 100.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 100)]
     pub score: Patch<i64>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub score_reason: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub summary: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub source_channel: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub source_detail: Patch<String>,
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub next_action: Patch<String>,
     /// RFC 3339.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::date_time_or_null)]
     pub next_action_at: Patch<String>,
     /// Archives (`archived_at` set) or restores the lead.
     #[serde(default)]
@@ -85,7 +85,7 @@ pub struct LeadPatch {
     pub archived: Patch<bool>,
     /// As the stage operation; a won lead answers `won_locked` here.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(schema_with = crate::doc::stage_patch)]
     pub stage: Patch<String>,
     /// Required with `lost` and `unqualified`.
     pub reason: Option<String>,
@@ -281,6 +281,8 @@ fn check(mut patch: LeadPatch, calling_code: &str, workspace_currency: &str, err
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewNote {
+    /// 1 to 10,000 characters, not only spaces.
+    #[schema(required = true, schema_with = crate::doc::note_body)]
     pub body: Option<String>,
 }
 

@@ -205,6 +205,7 @@ impl FromSql<Text, Pg> for LeadStage {
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct StageChange {
+    #[schema(required = true, schema_with = crate::doc::stage)]
     pub stage: Option<String>,
     /// Required with `lost` and `unqualified`; kept as `lost_reason`.
     pub reason: Option<String>,

@@ -34,72 +34,72 @@ pub const DEFAULT_LABEL_COLOR: &str = "#6B7280";
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 pub struct UpsertLead {
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub name: Patch<String>,
     /// Any common form: `+255 712 345 678`, `0712345678`, `255712345678`.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::phone_upsert)]
     pub phone: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::email_upsert)]
     pub email: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub company: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub title: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub location: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub interest: Patch<String>,
     /// In main currency units.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<f64>, minimum = 0, exclusive_maximum = 1e15)]
     pub estimated_value: Patch<f64>,
     /// ISO 4217; defaults to the workspace currency.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::currency_upsert)]
     pub currency: Patch<String>,
     /// Matched by name, any case.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::labels_upsert)]
     pub labels: Patch<Vec<String>>,
     /// Added to the timeline.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 10000)]
     pub note: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::stage_upsert)]
     pub stage: Patch<String>,
     /// Required with `lost` and `unqualified`.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub reason: Patch<String>,
     /// 0 to 100.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 100)]
     pub score: Patch<i64>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub score_reason: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub summary: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub source_channel: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub source_detail: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 191)]
     pub next_action: Patch<String>,
     /// RFC 3339.
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
-    #[schema(inline)]
+    #[schema(schema_with = crate::doc::date_time_upsert)]
     pub next_action_at: Patch<String>,
     #[serde(default, skip_serializing_if = "Patch::is_absent", serialize_with = "sent")]
     #[schema(inline)]

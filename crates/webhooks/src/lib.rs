@@ -35,6 +35,7 @@
 pub mod attempt;
 pub mod catalogue;
 pub mod deliver;
+pub mod doc;
 pub mod guard;
 pub mod headers;
 pub mod log;

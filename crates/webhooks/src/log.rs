@@ -105,7 +105,10 @@ impl Row {
 #[into_params(parameter_in = Query)]
 pub struct DeliveryFilter {
     /// `pending`, `delivered`, `failed` or `held`.
+    #[param(schema_with = crate::doc::state_query)]
     pub state: Option<String>,
+    /// A catalogue event.
+    #[param(schema_with = crate::doc::event_query)]
     pub event: Option<String>,
 }
 
@@ -113,6 +116,7 @@ pub struct DeliveryFilter {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct Recover {
     /// RFC 3339: failed deliveries created at or after this are replayed.
+    #[schema(required = true, schema_with = crate::doc::since)]
     pub since: Option<String>,
 }
 
@@ -141,6 +145,7 @@ pub struct Notification {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct TestSend {
     /// A catalogue event whose sample is sent; `webhook.test` when absent.
+    #[schema(schema_with = crate::doc::test_event)]
     pub event: Option<String>,
 }
 

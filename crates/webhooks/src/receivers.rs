@@ -19,9 +19,9 @@ use crate::{WebhookId, WebhookService, catalogue, guard, signing};
 
 /// Endpoints registered over http before this keep receiving until their URL is edited.
 pub const LEGACY_HTTP_BEFORE: OffsetDateTime = datetime!(2026-09-26 00:00 UTC);
-const MAX_URL_LEN: usize = 2_048;
+const MAX_URL_LEN: usize = crate::doc::URL_MAX;
 pub const PER_PAGE: i64 = 20;
-const LEAD_STAGES: [&str; 7] = ["new", "contacted", "qualified", "opportunity", "won", "lost", "unqualified"];
+use crate::doc::LEAD_STAGES;
 
 /// A receiver as the API shows it. Header values are never returned: each name maps to null,
 /// which an update may send back to keep the stored value.
@@ -55,12 +55,17 @@ pub struct WithSecret {
 }
 
 /// Lead-event filters: each non-empty list must name the lead as it is after the change.
+/// These three members only (`additionalProperties: false`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct Filters {
+    #[schema(schema_with = crate::doc::filter_stages)]
     pub stages: Vec<String>,
     /// Label names, any case.
+    #[schema(schema_with = crate::doc::filter_names)]
     pub labels: Vec<String>,
     /// Matched against the lead's `source_channel`.
+    #[schema(schema_with = crate::doc::filter_names)]
     pub channels: Vec<String>,
 }
 
@@ -112,21 +117,27 @@ impl Row {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct NewWebhook {
     /// https; plain http only to loopback when `SVC_WEBHOOKS_ALLOW_LOOPBACK` allows it.
+    #[schema(required = true, schema_with = crate::doc::url)]
     pub url: Option<String>,
     /// Names from `GET /webhooks/events`; at least one.
+    #[schema(required = true, schema_with = crate::doc::events_list)]
     pub events: Option<Vec<String>>,
     /// Lead events only: `{stages, labels, channels}`.
     #[schema(value_type = Option<Filters>)]
     pub filters: Option<Value>,
     /// Up to five `{name: value}`; values are stored encrypted and never returned.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::doc::headers_new)]
     pub headers: Option<Value>,
 }
 
 /// `PATCH /webhooks/{webhook}`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct WebhookPatch {
+    /// As on registration; null or absent keeps it.
+    #[schema(schema_with = crate::doc::url_patch)]
     pub url: Option<String>,
+    /// As on registration; null or absent keeps them.
+    #[schema(schema_with = crate::doc::events_patch)]
     pub events: Option<Vec<String>>,
     /// null removes the filters.
     #[serde(default)]
@@ -134,7 +145,7 @@ pub struct WebhookPatch {
     pub filters: Patch<Value>,
     /// Replaces the set; a name sent as null keeps its stored value; `{}` (or null) removes all.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::doc::headers_patch)]
     pub headers: Patch<Value>,
 }
 

@@ -370,6 +370,8 @@ async fn a_range_may_be_a_json_object_or_from_and_to_and_a_bad_one_is_refused() 
         vec![("range", "{\"from\": \"2026-13-01\", \"to\": \"2026-11-30\"}")],
         vec![("from", "2026-02-30"), ("to", "2026-03-01")],
         vec![("from", "soon"), ("to", "later")],
+        vec![("from", "")],
+        vec![("to", "")],
     ] {
         let res = app.get(&overview_path(crm.group, &query), key).await;
         if res.status != 422 || res.body["code"] != "validation_error" {

@@ -16,6 +16,7 @@ mod listing;
 mod operations;
 mod read;
 mod refusals;
+mod schema_rules;
 mod stages;
 mod support;
 mod upsert;

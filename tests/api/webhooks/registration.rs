@@ -337,3 +337,41 @@ async fn custom_headers_arrive_on_deliveries_and_test_sends() {
     assert_eq!(header(&requests[1], "authorization"), "Bearer receiver-token");
     assert_eq!(header(&requests[1], "x-tenant"), "acme");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The rules the OpenAPI description states (webhooks::doc)
+
+/// Each rule the description states of a receiver's body and the log's filters is one the
+/// service applies: an empty or blank filter name, a header name that is no HTTP token, a
+/// header value with a line break, credentials in the URL, an unknown test event, an unknown
+/// state or event in the delivery log's query — each a 422 naming its field.
+#[actix_web::test]
+async fn what_the_description_states_of_names_and_values_is_refused() {
+    let app = api_tests::spawn().await;
+    let account = app.account(MANAGER).await;
+    let key = &account.key;
+    let lead = json!(["lead.created"]);
+    for (body, field) in [
+        (json!({"url": PUBLIC, "events": lead, "filters": {"labels": [""]}}), "filters.labels"),
+        (json!({"url": PUBLIC, "events": lead, "filters": {"channels": ["  "]}}), "filters.channels"),
+        (json!({"url": PUBLIC, "events": lead, "headers": {"Bad Name": "1"}}), "headers.Bad Name"),
+        (json!({"url": PUBLIC, "events": lead, "headers": {"X-A": "1\r\nX-B: 2"}}), "headers.X-A"),
+        (json!({"url": "https://user:pass@hooks.example.com/in", "events": lead}), "url"),
+        (json!({"url": "ftp://hooks.example.com/in", "events": lead}), "url"),
+    ] {
+        assert_field_error(&app.post(WEBHOOKS, key, body).await, field);
+    }
+    assert_eq!(app.get(WEBHOOKS, key).await.data()["pagination"]["total"], 0, "nothing was registered");
+
+    let id = create(&app, key, json!({"url": PUBLIC, "events": lead})).await["id"].as_i64().expect("id");
+    let res = app.patch(&path(id), key, json!({"events": []})).await;
+    assert_field_error(&res, "events");
+    let res = app.patch(&path(id), key, json!({"url": ""})).await;
+    assert_field_error(&res, "url");
+    let res = app.post(&format!("{}/test", path(id)), key, json!({"event": "lead.exploded"})).await;
+    assert_field_error(&res, "event");
+    for (query, field) in [("?state=lost", "state"), ("?event=lead.exploded", "event")] {
+        let res = app.get(&format!("{}/deliveries{query}", path(id)), key).await;
+        assert_field_error(&res, field);
+    }
+}

@@ -185,8 +185,12 @@ pub async fn group(auth: Auth, state: web::Data<AppState>, path: web::Path<Strin
 /// Totals, table cards, amount headlines, a daily series and relationship summaries of a range.
 #[utoipa::path(get, path = "/api/v3/data/groups/{group}/overview", tag = "Data tables",
     params(("group" = Uuid, Path),
-        ("range" = Option<String>, Query, description = "a name such as last_30_days (default), or a JSON object {from, to}"),
-        ("from" = Option<String>, Query), ("to" = Option<String>, Query)),
+        ("range" = Option<String>, Query, pattern = "^(today|last_7_days|last_30_days|last_90_days|this_month|last_month|this_year|all_time)?$",
+            description = "a name such as last_30_days (default); the reader also takes a JSON object {from, to} (URL-encoded)"),
+        ("from" = Option<String>, Query, pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?$",
+            description = "an RFC 3339 time or a date, YYYY-MM-DD (with no `range`); before `to` (default now)"),
+        ("to" = Option<String>, Query, pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?$",
+            description = "an RFC 3339 time or a date, YYYY-MM-DD, whose whole day counts (with no `range`)")),
     responses((status = 200, description = "`{group, range, totals, tables, amounts, series, relationships}`"),
         (status = 404, body = DataErrorEnvelope), (status = 422, body = DataErrorEnvelope), Refusals),
     security(("bearer" = [])))]
