@@ -182,9 +182,21 @@ impl Modify for BearerAuth {
         crate::hooks::inbound,
     ),
     components(schemas(ErrorEnvelope, DataErrorEnvelope, DataErrorDetail)),
-    modifiers(&BearerAuth, &Refusable, &EmptyBodies)
+    modifiers(&BearerAuth, &CrossMemberRules, &Refusable, &EmptyBodies)
 )]
 pub struct ApiDoc;
+
+/// The rules across a body's members that its derived schema cannot state, each added by the
+/// domain that owns the body to the body's own component.
+struct CrossMemberRules;
+
+impl Modify for CrossMemberRules {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        leads::doc::add_rules(components);
+        webhooks::doc::add_rules(components);
+    }
+}
 
 /// The statuses any operation may answer before or beside what it does, documented on every
 /// operation that can meet them (a handler documents its own where it says more): a 404 for a

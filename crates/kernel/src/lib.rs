@@ -14,6 +14,7 @@ pub mod money;
 pub mod page;
 pub mod patch;
 pub mod phone;
+pub mod schema;
 pub mod state;
 
 pub use caller::{Caller, CredentialKind, Issuer, Permission};

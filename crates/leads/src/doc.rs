@@ -3,10 +3,10 @@
 //! is a rule the service applies; none is looser than it.
 
 use serde_json::{Value, json};
+use utoipa::openapi::Array;
 use utoipa::openapi::schema::{
     AnyOfBuilder, ArrayBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type,
 };
-use utoipa::openapi::{Array, RefOr};
 
 use crate::labels::{NAME_MAX, NAMES_MAX};
 use crate::stage::LeadStage;
@@ -232,63 +232,17 @@ pub fn reason_rule() -> [(&'static str, Value); 2] {
     ]
 }
 
-/// Puts members of JSON Schema that utoipa's `Object` does not model (`anyOf`, `if`, `then`)
-/// on an object schema, as its extensions (serialized flat, next to its own members).
-pub fn with_rules(mut schema: RefOr<Schema>, rules: impl IntoIterator<Item = (&'static str, Value)>) -> RefOr<Schema> {
-    if let RefOr::T(Schema::Object(object)) = &mut schema {
-        let extensions = object.extensions.get_or_insert_with(Default::default);
-        for (key, value) in rules {
-            extensions.insert(key.to_owned(), value);
-        }
-    }
-    schema
+/// The rules across members that the derive cannot state, on the bodies' own components:
+/// `POST /leads` needs one of `phone`, `email`, `conversation_id` and `call_id` to find the
+/// person by, and a reason with `lost` and `unqualified` (as the stage operation does);
+/// `PATCH /leads/{lead}` refuses a member the record does not have, by name.
+pub fn add_rules(components: &mut utoipa::openapi::Components) {
+    use kernel::schema::add_rules;
+    add_rules(components, "UpsertLead", std::iter::once(("anyOf", identity_any_of())).chain(reason_rule()));
+    add_rules(components, "StageChange", reason_rule());
+    add_rules(
+        components,
+        "LeadPatch",
+        std::iter::once(("additionalProperties", Value::Bool(false))).chain(reason_rule()),
+    );
 }
-
-/// A body as the OpenAPI description states it: the derived schema of `$body` (the type the
-/// handler reads, under its own name) with the rules across members that the derive cannot
-/// state. Used as `request_body`; the handler still reads `$body`.
-macro_rules! stated {
-    ($(#[$doc:meta])* $name:ident, $body:ty, $rules:expr) => {
-        $(#[$doc])*
-        pub struct $name;
-
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> RefOr<Schema> {
-                with_rules(<$body as utoipa::PartialSchema>::schema(), $rules)
-            }
-        }
-
-        impl utoipa::ToSchema for $name {
-            fn name() -> std::borrow::Cow<'static, str> {
-                <$body as utoipa::ToSchema>::name()
-            }
-
-            fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-                <$body as utoipa::ToSchema>::schemas(schemas)
-            }
-        }
-    };
-}
-
-stated!(
-    /// `POST /leads`: at least one of `phone`, `email`, `conversation_id` and `call_id` to find
-    /// the person by, and a reason with `lost` and `unqualified`.
-    UpsertLeadBody,
-    crate::UpsertLead,
-    std::iter::once(("anyOf", identity_any_of())).chain(reason_rule())
-);
-
-stated!(
-    /// `POST /leads/{lead}/stage`: a reason with `lost` and `unqualified`.
-    StageChangeBody,
-    crate::stage::StageChange,
-    reason_rule()
-);
-
-stated!(
-    /// `PATCH /leads/{lead}`: a reason with `lost` and `unqualified`, and no member the record
-    /// does not have (each is refused by name).
-    LeadPatchBody,
-    crate::ops::LeadPatch,
-    std::iter::once(("additionalProperties", Value::Bool(false))).chain(reason_rule())
-);

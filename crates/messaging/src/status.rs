@@ -1,7 +1,6 @@
 //! The message state machine (contract: States and transitions — Message status), one table
 //! that both [`MessageStatus::apply`] and the SQL guards ([`MessageEvent::sources`]) read.
 
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {

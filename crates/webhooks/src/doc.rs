@@ -3,13 +3,14 @@
 //! a rule the service applies; none is looser than it.
 
 use serde_json::{Value, json};
-use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{
     AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type,
 };
 
 use crate::catalogue::GROUPS;
 use crate::headers::MAX_HEADERS;
+use kernel::state::Status as _;
+
 use crate::status::DeliveryState;
 
 /// The longest URL a receiver may have.
@@ -167,36 +168,19 @@ pub fn events_patch() -> Schema {
         .into()
 }
 
-/// `POST /webhooks` as the OpenAPI description states it: [`NewWebhook`](crate::NewWebhook)
-/// (the type the handler reads, under its name) and the rule across its members the derive
-/// cannot state: filters (any object) need a lead event among `events`. utoipa's `Object` does
-/// not model `if`/`then`, so they are added as its extensions (serialized flat).
-pub struct NewWebhookBody;
-
-impl utoipa::PartialSchema for NewWebhookBody {
-    fn schema() -> RefOr<Schema> {
-        let mut schema = <crate::NewWebhook as utoipa::PartialSchema>::schema();
-        if let RefOr::T(Schema::Object(object)) = &mut schema {
-            let extensions = object.extensions.get_or_insert_with(Default::default);
-            extensions.insert(
-                "if".to_owned(),
-                json!({"required": ["filters"], "properties": {"filters": {"type": "object"}}}),
-            );
-            extensions.insert(
-                "then".to_owned(),
+/// The rule across `POST /webhooks`'s members that the derive cannot state, on
+/// [`NewWebhook`](crate::NewWebhook)'s own component: filters (any object) need a lead event
+/// among `events`.
+pub fn add_rules(components: &mut utoipa::openapi::Components) {
+    kernel::schema::add_rules(
+        components,
+        "NewWebhook",
+        [
+            ("if", json!({"required": ["filters"], "properties": {"filters": {"type": "object"}}})),
+            (
+                "then",
                 json!({"required": ["events"], "properties": {"events": {"contains": {"type": "string", "pattern": "^lead\\."}}}}),
-            );
-        }
-        schema
-    }
-}
-
-impl utoipa::ToSchema for NewWebhookBody {
-    fn name() -> std::borrow::Cow<'static, str> {
-        <crate::NewWebhook as utoipa::ToSchema>::name()
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <crate::NewWebhook as utoipa::ToSchema>::schemas(schemas)
-    }
+            ),
+        ],
+    );
 }

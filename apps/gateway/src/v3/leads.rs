@@ -17,7 +17,7 @@ use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, created, idempotency, ok};
 
 /// Create or update the lead of a person found by phone (any common form) or email.
-#[utoipa::path(post, path = "/api/v3/leads", tag = "Leads", request_body = leads::doc::UpsertLeadBody,
+#[utoipa::path(post, path = "/api/v3/leads", tag = "Leads", request_body = UpsertLead,
     params(("Idempotency-Key" = Option<String>, Header, description = "replays the first answer for 24 hours")),
     responses((status = 201, body = Success<Upserted>, description = "a lead was created"),
         (status = 200, body = Success<Upserted>, description = "an existing lead was updated"),
@@ -49,7 +49,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>
 
 /// Move a lead to any stage, reopening included; `lost` and `unqualified` need a reason.
 #[utoipa::path(post, path = "/api/v3/leads/{lead}/stage", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
-    request_body = leads::doc::StageChangeBody,
+    request_body = StageChange,
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
         (status = 422, body = ErrorEnvelope, description = "invalid or reason_required (in `reason`)"), Refusals),
     security(("bearer" = [])))]
@@ -79,7 +79,7 @@ pub async fn list(
 
 /// Change fields (null clears), archive or restore.
 #[utoipa::path(patch, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
-    request_body = leads::doc::LeadPatchBody,
+    request_body = LeadPatch,
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
         (status = 409, body = ErrorEnvelope, description = "won_locked"), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]

@@ -29,7 +29,7 @@ pub async fn events(auth: Auth, state: web::Data<AppState>) -> Result<HttpRespon
 }
 
 /// Register a receiver; the answer shows its signing secret, this once.
-#[utoipa::path(post, path = "/api/v3/webhooks", tag = "Webhooks", request_body = webhooks::doc::NewWebhookBody,
+#[utoipa::path(post, path = "/api/v3/webhooks", tag = "Webhooks", request_body = NewWebhook,
     responses((status = 201, body = Success<WithSecret>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<NewWebhook>) -> Result<HttpResponse, ApiError> {
