@@ -165,6 +165,13 @@ async fn original_all_lists_with_search_limit_and_page_from_the_body_or_the_quer
     assert!(items(&data).is_empty());
     assert_eq!(pagination(&data).3, 25);
     field_error(&app.post(&all(&group), &a.key, json!({"subscribed": "maybe"})).await, "subscribed");
+    field_error(&app.post(&all(&group), &a.key, json!({"subscribed": 2})).await, "subscribed");
+    for member in ["page", "limit", "per_page"] {
+        field_error(&app.post(&all(&group), &a.key, json!({member: true})).await, member);
+        field_error(&app.post(&all(&group), &a.key, json!({member: "two"})).await, member);
+    }
+    // The body is an object (or nothing), not the members by position.
+    field_error(&app.post(&all(&group), &a.key, json!([null, null])).await, "body");
 
     // From the query.
     let data = success(&app.post(&format!("{}?search=asha&limit=5", all(&group)), &a.key, json!({})).await, 200);

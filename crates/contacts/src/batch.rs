@@ -23,7 +23,7 @@ pub const MAX_BATCH_ROWS: usize = 500;
 pub struct NewContacts {
     /// 1 to 500 contacts, each like a single create. A row that breaks a rule (or is not a
     /// contact object) is rejected on its own while the others land.
-    #[schema(value_type = Vec<ContactInput>)]
+    #[schema(schema_with = crate::body::batch_rows)]
     pub contacts: Vec<BatchRow>,
     /// `true` leaves contacts whose number is already in the group untouched; by default they
     /// are updated by merge.
@@ -155,7 +155,9 @@ pub struct RowResult {
     pub outcome: Outcome,
 }
 
+/// Why a row was rejected: `errors` names the member (`PHONE`), or `contact` for the whole row.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = ContactRowProblem)]
 pub struct Problem {
     pub index: usize,
     pub errors: BTreeMap<String, Vec<String>>,

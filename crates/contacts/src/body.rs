@@ -11,8 +11,10 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use serde_json::Value;
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
 use kernel::error::FieldErrors;
@@ -56,16 +58,74 @@ impl<'de> Deserialize<'de> for PhoneValue {
     }
 }
 
+/// What the schema says of a phone member: 6 to 20 digits after an optional `+` (the reader
+/// also drops punctuation, but only digits make a number), surrounding spaces trimmed; an
+/// empty string counts as absent. As a JSON number: 6 to 15 digits (E.164 holds at most 15).
+pub const PHONE_PATTERN: &str = r"^\s*(\+?[0-9]{6,20})?\s*$";
+/// A phone member that is actually sent: not empty.
+const PHONE_SENT_PATTERN: &str = r"^\s*\+?[0-9]{6,20}\s*$";
+/// A calling code: 1 to 3 digits after an optional `+`; an empty string counts as absent.
+pub const CALLING_CODE_PATTERN: &str = r"^\s*(\+?[0-9]{1,3})?\s*$";
+/// Custom field keys (contract: letters, digits, `_`, `.`, `-`), at most 64 characters.
+pub const FIELD_KEY_PATTERN: &str = r"^[A-Za-z0-9_.-]{1,64}$";
+
+fn phone_schema(pattern: &str) -> Schema {
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(pattern)))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(100_000))
+                .maximum(Some(999_999_999_999_999_i64)),
+        )
+        .into()
+}
+
+fn nullable(schema: impl Into<RefOr<Schema>>, description: &str) -> Schema {
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .item(schema)
+        .description(Some(description))
+        .into()
+}
+
+fn text(max: usize, description: Option<&str>) -> Schema {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .max_length(Some(max))
+        .description(description)
+        .into()
+}
+
 impl PartialSchema for PhoneValue {
     fn schema() -> RefOr<Schema> {
-        OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::String))
-            .item(ObjectBuilder::new().schema_type(Type::Number))
-            .into()
+        phone_schema(PHONE_PATTERN).into()
     }
 }
 
 impl ToSchema for PhoneValue {}
+
+/// A body that must be a JSON object. serde reads a struct from an array of its members too
+/// (`[null, null]` as a [`crate::GroupPatch`]); the routes read their bodies through this, so an
+/// array is a 422 like any other wrong type. Members keep their paths in errors.
+#[derive(Debug, Clone, Default)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Members(std::marker::PhantomData)).map(Object)
+    }
+}
 
 /// A query-like member sent in a body: a string, a number or a boolean, read as its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +229,7 @@ impl ToSchema for YesNo {}
 /// A contact as sent, to create one or change one (`POST` and `PATCH` on a group's contacts,
 /// and each row of a batch). On a change only the members sent count; `null` on a named
 /// member is the same as leaving it out, and `null` on a custom field removes it.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(expecting = "a contact object")]
 pub struct ContactInput {
     /// The number: national (the trunk `0` is dropped) and read in `country_code`, else in the
@@ -198,8 +258,132 @@ pub struct ContactInput {
     /// Every other member is a custom field value (keys of letters, digits, `_`, `.`, `-`);
     /// `null` removes one.
     #[serde(flatten)]
-    #[schema(value_type = BTreeMap<String, serde_json::Value>)]
     pub custom_fields: BTreeMap<String, Patch<Value>>,
+}
+
+impl PartialSchema for ContactInput {
+    /// Written by hand: the members' rules (a phone's digits, a calling code, the name's
+    /// length) and the custom field keys (`propertyNames`) are what [`ContactInput::read`] and
+    /// the number reader check.
+    fn schema() -> RefOr<Schema> {
+        let phone = |description: &str| nullable(Ref::from_schema_name("PhoneValue"), description);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "A contact as sent, to change one (`PATCH` on a group's contacts; a create is a \
+                 `ContactCreate`). Only the members sent count; `null` on a named member is the same as \
+                 leaving it out, and `null` on a custom field removes it.",
+            ))
+            .property(
+                "PHONE",
+                phone(
+                    "The number: national (the trunk `0` is dropped) and read in `country_code`, else in the \
+                     account's default calling code; 6 to 20 digits. Wins over `phone_number` unless empty.",
+                ),
+            )
+            .property("phone_number", phone("The number, when `PHONE` is not sent (or empty)."))
+            .property(
+                "country_code",
+                nullable(
+                    OneOfBuilder::new()
+                        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(CALLING_CODE_PATTERN)))
+                        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(999))),
+                    "The calling code, digits (`254`); the account's default when left out.",
+                ),
+            )
+            .property(
+                "name",
+                text(
+                    MAX_NAME_CHARS,
+                    Some(
+                        "Wins over `NAME` and `FIRST_NAME`/`LAST_NAME`; a new contact without a name is named \
+                         after its full number. At most 191 characters (also `FIRST_NAME` and `LAST_NAME` \
+                         joined by a space).",
+                    ),
+                ),
+            )
+            .property("NAME", text(MAX_NAME_CHARS, None))
+            .property("FIRST_NAME", text(MAX_NAME_CHARS, None))
+            .property("LAST_NAME", text(MAX_NAME_CHARS, None))
+            .property(
+                "is_subscribed",
+                nullable(Ref::from_schema_name("YesNo"), "`true` when a new contact leaves it out."),
+            )
+            .additional_properties(Some(
+                ObjectBuilder::new().schema_type(SchemaType::AnyValue).description(Some(
+                    "Every other member is a custom field value (any JSON value); `null` removes one.",
+                )),
+            ))
+            .property_names(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(FIELD_KEY_PATTERN))
+                    .description(Some("Custom field keys: letters, digits, `_`, `.`, `-`, at most 64.")),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ContactInput {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((PhoneValue::name().into(), PhoneValue::schema()));
+        schemas.push((YesNo::name().into(), YesNo::schema()));
+    }
+}
+
+/// A contact to create (`POST` on a group's contacts, each row of a batch): a
+/// [`ContactInput`] that names its number in `PHONE` or `phone_number`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct ContactCreate(pub ContactInput);
+
+impl PartialSchema for ContactCreate {
+    fn schema() -> RefOr<Schema> {
+        let sent = |member: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .required(member)
+                .property(member, phone_schema(PHONE_SENT_PATTERN))
+        };
+        AllOfBuilder::new()
+            .item(Ref::from_schema_name(ContactInput::name()))
+            .item(AnyOfBuilder::new().item(sent("PHONE")).item(sent("phone_number")))
+            .description(Some(
+                "A new contact: a `ContactInput` whose `PHONE` or `phone_number` holds the number \
+                 (not null, not empty).",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ContactCreate {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((ContactInput::name().into(), ContactInput::schema()));
+        ContactInput::schemas(schemas);
+    }
+}
+
+/// A batch row: anything, since a row that is not a contact is rejected on its own (`problems[]`).
+pub(crate) fn batch_rows() -> Schema {
+    ArrayBuilder::new()
+        .items(
+            AnyOfBuilder::new()
+                .item(Ref::from_schema_name("ContactCreate"))
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(SchemaType::AnyValue)
+                        .description(Some("any other value: the row is rejected on its own")),
+                )
+                .description(Some(
+                    "A contact like a single create (`ContactCreate`). A row that is not one (another JSON \
+                     value, a member of the wrong type, a rule broken) is rejected on its own with its \
+                     `problems[]` entry while the other rows land.",
+                )),
+        )
+        .min_items(Some(1))
+        .max_items(Some(crate::batch::MAX_BATCH_ROWS))
+        .description(Some("1 to 500 contacts; rows are read one by one."))
+        .into()
 }
 
 /// A contact body after its rules: each member `None` when absent, null or empty.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 
 use kernel::phone::{ContactPhone, PhoneError};
 use kernel::{Error, PageRequest};
@@ -98,8 +99,46 @@ pub(crate) fn parse_phone(
 pub struct ContactFilter {
     /// Matches the name, the national number, or the full number without punctuation.
     pub search: Option<String>,
-    /// `true` or `false`.
+    /// `true` or `false` (`1`, `0`); empty is no filter.
+    #[schema(schema_with = subscribed_text)]
+    #[param(schema_with = subscribed_text)]
     pub subscribed: Option<String>,
+}
+
+/// The `subscribed` filter as the query string sends it.
+fn subscribed_text() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["true", "false", "1", "0", ""]))
+        .description(Some("`true` or `false` (`1`, `0`); empty is no filter."))
+        .into()
+}
+
+/// The `subscribed` filter in the original list's body: a boolean, `1`/`0`, or the text.
+fn subscribed_value() -> Schema {
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .item(ObjectBuilder::new().schema_type(Type::Boolean))
+        .item(ObjectBuilder::new().schema_type(Type::Integer).enum_values(Some([0, 1])))
+        .item(subscribed_text())
+        .into()
+}
+
+/// A paging member in the original list's body: an integer, as a number or as text (empty is
+/// left out).
+fn paging_value() -> Schema {
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(i64::MIN)).maximum(Some(i64::MAX)))
+        .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*([+-]?[0-9]{1,18})?\s*$")))
+        .into()
+}
+
+/// The search term in the original list's body: text, a number or a boolean, read as its text.
+fn search_value() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Number, Type::Boolean, Type::Null]))
+        .into()
 }
 
 /// `GET /contacts` filters.
@@ -117,15 +156,20 @@ pub struct ContactSearch {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct ListBody {
     #[serde(default)]
+    #[schema(schema_with = search_value)]
     pub search: Option<QueryValue>,
     /// `true` or `false`.
     #[serde(default)]
+    #[schema(schema_with = subscribed_value)]
     pub subscribed: Option<QueryValue>,
     #[serde(default)]
+    #[schema(schema_with = paging_value)]
     pub page: Option<QueryValue>,
     #[serde(default)]
+    #[schema(schema_with = paging_value)]
     pub limit: Option<QueryValue>,
     #[serde(default)]
+    #[schema(schema_with = paging_value)]
     pub per_page: Option<QueryValue>,
 }
 

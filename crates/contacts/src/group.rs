@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use uuid::Uuid;
 
 use kernel::error::FieldErrors;
@@ -80,8 +82,11 @@ impl GroupRow {
     }
 }
 
+/// A custom field key as sent: the key rules, spaces around it trimmed.
+const FIELD_KEY_SENT_PATTERN: &str = r"^\s*[A-Za-z0-9_.-]{1,64}\s*$";
+
 /// One custom field definition as sent: `{key, label?, type?}`, or just the key.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged, expecting = "Each custom field is an object {key, label, type} or a key.")]
 pub enum FieldInput {
     Key(String),
@@ -96,9 +101,49 @@ pub enum FieldInput {
     },
 }
 
+// Through `ComposeSchema` (public, if hidden, in the pinned utoipa 5.5.0; `kernel::Patch` does the
+// same): `GroupPatch`'s inlined `Patch<Vec<FieldInput>>` reads the schema that way, and
+// `PartialSchema` follows from it.
+impl utoipa::__dev::ComposeSchema for FieldInput {
+    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        let key = || ObjectBuilder::new().schema_type(Type::String).pattern(Some(FIELD_KEY_SENT_PATTERN));
+        let mut kinds: Vec<Option<&str>> = FIELD_TYPES.iter().copied().map(Some).collect();
+        kinds.extend([Some(""), None]);
+        OneOfBuilder::new()
+            .item(key().description(Some("Just the key.")))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .required("key")
+                    .property("key", key().description(Some("Letters, digits, `_`, `.`, `-`; at most 64.")))
+                    .property(
+                        "label",
+                        ObjectBuilder::new()
+                            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                            .description(Some("Defaults to the key.")),
+                    )
+                    .property(
+                        "type",
+                        ObjectBuilder::new()
+                            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                            .enum_values(Some(kinds))
+                            .description(Some("`text` when left out, null or empty.")),
+                    ),
+            )
+            .description(Some(
+                "One custom field definition: `{key, label?, type?}`, or just the key; keys may not repeat.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for FieldInput {}
+
 /// `POST /contact-groups`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewGroup {
+    /// Not blank; at most 191 characters.
+    #[schema(pattern = r"\S", max_length = 191)]
     pub name: String,
     /// Each `{key, label?, type?}`, or just the key as a string.
     #[serde(default)]
@@ -108,15 +153,26 @@ pub struct NewGroup {
 /// `PATCH /contact-groups/{group}`: only what is sent changes.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct GroupPatch {
+    /// Not blank; at most 191 characters; null keeps the name.
     #[serde(default)]
+    #[schema(pattern = r"\S", max_length = 191)]
     pub name: Option<String>,
-    /// `active` or `inactive`.
+    /// `active` or `inactive`; null keeps the status.
     #[serde(default)]
+    #[schema(schema_with = status_schema)]
     pub status: Option<String>,
     /// Replaces the definitions (stored values are untouched); `null` removes them all.
     #[serde(default)]
     #[schema(inline)]
     pub custom_fields: Patch<Vec<FieldInput>>,
+}
+
+fn status_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some([Some("active"), Some("inactive"), None]))
+        .description(Some("`active` or `inactive`; null keeps the status."))
+        .into()
 }
 
 /// What deleting a group removed.

@@ -29,9 +29,26 @@ pub struct BlacklistEntry {
 /// `POST /sms/blacklist`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct BlacklistAdd {
-    /// Numbers in any common form.
+    /// 1 to 1,000 numbers, each 6 to 20 digits after an optional `+` (spaces around trimmed;
+    /// the reader also drops punctuation). Every one must be a valid number, or nothing is added.
+    #[schema(schema_with = numbers_schema)]
     pub numbers: Vec<String>,
+    /// At most 255 characters.
+    #[schema(max_length = 255)]
     pub reason: Option<String>,
+}
+
+fn numbers_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^\s*\+?[0-9]{6,20}\s*$")))
+        .min_items(Some(1))
+        .max_items(Some(1000))
+        .description(Some(
+            "1 to 1,000 numbers, each 6 to 20 digits after an optional `+` (the reader also drops \
+             punctuation). Every one must be a valid number, or nothing is added.",
+        ))
+        .into()
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

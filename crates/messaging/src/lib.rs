@@ -57,5 +57,5 @@ mod service;
 pub mod status;
 
 pub use messages::{Message, MessageFilter, MessageRef};
-pub use send::{SendRequest, SendResult};
+pub use send::{SendBody, SendRequest, SendResult};
 pub use service::{MessagingConfig, MessagingService};

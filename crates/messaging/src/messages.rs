@@ -96,15 +96,44 @@ pub async fn get(conn: &mut store::Conn, tenant: TenantId, message: &MessageRef)
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MessageFilter {
+    /// A message state; empty is no filter.
+    #[param(schema_with = status_filter)]
     pub status: Option<String>,
-    /// `inbound` or `outbound`.
+    /// `inbound` or `outbound`; empty is no filter.
+    #[param(schema_with = direction_filter)]
     pub direction: Option<String>,
-    /// `sms` or `chat`.
+    /// `sms` or `chat`; empty is no filter.
+    #[param(schema_with = channel_type_filter)]
     pub channel_type: Option<String>,
     /// A phone number in any common form.
     pub recipient: Option<String>,
     /// Campaign uid or numeric id.
     pub campaign: Option<String>,
+}
+
+/// A filter's values; empty is no filter (anything else is a 422).
+fn one_of(values: impl IntoIterator<Item = &'static str>, description: &str) -> utoipa::openapi::schema::Schema {
+    let values: Vec<&str> = values.into_iter().chain([""]).collect();
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(values))
+        .description(Some(description))
+        .into()
+}
+
+fn status_filter() -> utoipa::openapi::schema::Schema {
+    one_of(
+        crate::status::MessageStatus::ALL.map(crate::status::MessageStatus::as_str),
+        "A message state; empty is no filter.",
+    )
+}
+
+fn direction_filter() -> utoipa::openapi::schema::Schema {
+    one_of(["inbound", "outbound"], "`inbound` or `outbound`; empty is no filter.")
+}
+
+fn channel_type_filter() -> utoipa::openapi::schema::Schema {
+    one_of(["sms", "chat"], "`sms` or `chat`; empty is no filter.")
 }
 
 pub async fn list(

@@ -9,6 +9,11 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, TenantId};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::channels::{Channel, RateCard, Route};
 use crate::dispatch::{Delta, SendMessages, settle};
@@ -24,26 +29,104 @@ pub const GENERIC_BODY: &str = "(no message)";
 /// Distinct recipients one request may name; bigger audiences are what campaigns are for.
 pub const MAX_RECIPIENTS: usize = 10_000;
 
+/// Numbers as the schema describes them: tokens of 6 to 20 digits after an optional `+`,
+/// separated by commas, semicolons or whitespace; empty is no number. (The reader also drops
+/// punctuation inside a number and answers a token that is no number with a `failed` record.)
+pub const NUMBERS_PATTERN: &str = r"^[\s,;]*(\+?[0-9]{6,20}([\s,;]+\+?[0-9]{6,20})*)?[\s,;]*$";
+/// `plain`, `text` or `sms` in any case, spaces around trimmed; empty is the default.
+/// (`chat` is refused while no chat account exists.)
+pub const MESSAGE_TYPE_PATTERN: &str = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss])?\s*$";
+
 /// The SMS send body. `tenant_channel_id` and unknown members are ignored.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct SendRequest {
     /// Numbers separated by commas, semicolons or whitespace (at most 4,000 characters).
+    #[schema(max_length = 4000, pattern = r"^[\s,;]*(\+?[0-9]{6,20}([\s,;]+\+?[0-9]{6,20})*)?[\s,;]*$")]
     pub recipient: Option<String>,
     /// More numbers; each entry at most 191 characters and may hold separators too.
+    #[schema(schema_with = recipients_schema)]
     pub recipients: Option<Vec<String>>,
     /// An approved sender id, SMS-capable assigned number or active short code (at most 64).
+    #[schema(max_length = 64)]
     pub sender_id: Option<String>,
-    /// The text (at most 4,096); wins over `body`.
+    /// The text (at most 4,096); wins over `body`. Empty or blank counts as absent; with
+    /// neither, the text is `(no message)`.
+    #[schema(max_length = 4096)]
     pub message: Option<String>,
+    #[schema(max_length = 4096)]
     pub body: Option<String>,
-    /// `plain` (default), `text` or `sms` send an SMS; `chat` routes to chat. Wins over `type`.
+    /// `plain` (default), `text` or `sms` (any case) send an SMS; `chat` is refused until a
+    /// chat account exists. Wins over `type`.
+    #[schema(max_length = 60, pattern = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss])?\s*$")]
     pub message_type: Option<String>,
+    /// Read like `message_type` when that is absent or null (ignored otherwise).
     #[serde(rename = "type")]
+    #[schema(max_length = 60)]
     pub kind: Option<String>,
     /// ISO 8601 with an offset or `Z`; a future time queues the message until then.
+    #[schema(max_length = 100)]
     pub schedule_time: Option<String>,
+    #[schema(max_length = 2048)]
     pub media_url: Option<String>,
+    #[schema(max_length = 32)]
     pub media_type: Option<String>,
+}
+
+fn recipients_schema() -> Schema {
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .item(
+            ArrayBuilder::new().items(
+                ObjectBuilder::new().schema_type(Type::String).max_length(Some(191)).pattern(Some(NUMBERS_PATTERN)),
+            ),
+        )
+        .description(Some("More numbers; each entry at most 191 characters and may hold separators too."))
+        .into()
+}
+
+/// `POST /sms/send`: a [`SendRequest`] that names at least one number (in `recipient` or
+/// `recipients`) and whose `type` is a known one when `message_type` does not win over it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct SendBody(pub SendRequest);
+
+impl PartialSchema for SendBody {
+    fn schema() -> RefOr<Schema> {
+        let recipient = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .required("recipient")
+            .property("recipient", ObjectBuilder::new().schema_type(Type::String).pattern(Some("[0-9]")));
+        let recipients = ObjectBuilder::new().schema_type(Type::Object).required("recipients").property(
+            "recipients",
+            ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)).min_items(Some(1)),
+        );
+        let message_type = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .required("message_type")
+            .property("message_type", ObjectBuilder::new().schema_type(Type::String));
+        let kind = ObjectBuilder::new().schema_type(Type::Object).property(
+            "type",
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .pattern(Some(MESSAGE_TYPE_PATTERN)),
+        );
+        AllOfBuilder::new()
+            .item(Ref::from_schema_name(SendRequest::name()))
+            .item(AnyOfBuilder::new().item(recipient).item(recipients))
+            .item(AnyOfBuilder::new().item(message_type).item(kind))
+            .description(Some(
+                "A `SendRequest` naming at least one number in `recipient` or `recipients`; `type` \
+                 follows the `message_type` rule when `message_type` is absent or null.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for SendBody {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((SendRequest::name().into(), SendRequest::schema()));
+        <SendRequest as ToSchema>::schemas(schemas);
+    }
 }
 
 /// One message of a send's answer (contract: `data.messages[]`).

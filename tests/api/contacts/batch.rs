@@ -18,6 +18,8 @@ async fn batch_size_is_1_to_500_rows() {
     field_error(&app.post(&batch_path(&group), &a.key, json!({"contacts": []})).await, "contacts");
     field_error(&app.post(&batch_path(&group), &a.key, json!({})).await, "contacts");
     field_error(&app.post(&batch_path(&group), &a.key, json!({"contacts": {"PHONE": tz(1)}})).await, "contacts");
+    // The body is an object, not the members by position.
+    field_error(&app.post(&batch_path(&group), &a.key, json!([[{"PHONE": tz(1)}], true])).await, "body");
     assert_eq!(success(&app.get(&groups_path(&group), &a.key).await, 200)["contacts_count"], 0, "nothing landed");
 
     let rows: Vec<Value> = (0..500).map(|n| json!({"PHONE": tz(n)})).collect();

@@ -241,3 +241,33 @@ async fn contact_duplicate_number_in_the_group_is_422_naming_the_existing_contac
     let ke = make_contact(&app, &a.key, &group, json!({"PHONE": "0712345678", "country_code": "254"})).await;
     assert_eq!(ke["full_phone_number"], "254712345678");
 }
+
+#[actix_web::test]
+async fn contact_numbers_and_custom_field_keys_follow_the_schema_rules() {
+    let app = spawn().await;
+    let a = app.account("all").await;
+    let group = make_group(&app, &a.key, json!({"name": "G"})).await;
+    // A number sent as a JSON number is read as its digits; 0 is no number.
+    for (body, field) in [
+        (json!({"PHONE": 0}), "PHONE"),
+        (json!({"phone_number": 0}), "phone_number"),
+        // A code of no country: the number is not valid for it.
+        (json!({"PHONE": 712_345_678, "country_code": 0}), "PHONE"),
+        (json!({"PHONE": tz(1), "country_code": "+"}), "country_code"),
+        (json!({"PHONE": tz(1), "bad key": 1}), "bad key"),
+        (json!({"PHONE": tz(1), "": 1}), ""),
+        (json!({"PHONE": tz(1), "k".repeat(65): 1}), &"k".repeat(65)),
+    ] {
+        field_error(&app.post(&contacts_path(&group), &a.key, body.clone()).await, field);
+    }
+    let c = make_contact(&app, &a.key, &group, json!({"PHONE": 712_345_678, "country_code": 255})).await;
+    assert_eq!(c["full_phone_number"], "255712345678");
+    // The same rules on a change.
+    for (body, field) in [(json!({"PHONE": 0}), "PHONE"), (json!({"country_code": 0}), "country_code")] {
+        let res = app.patch(&contact_path(&group, &c), &a.key, body.clone()).await;
+        assert!(res.status == 422, "{body}: {}", res.body);
+        assert!(res.body["errors"].get(field).is_some() || res.body["errors"].get("PHONE").is_some(), "{}", res.body);
+    }
+    field_error(&app.patch(&contact_path(&group, &c), &a.key, json!({"a b": 1})).await, "a b");
+    assert_eq!(success(&app.get(&groups_path(&group), &a.key).await, 200)["contacts_count"], 1);
+}

@@ -380,3 +380,17 @@ async fn unknown_or_malformed_group_is_404() {
     let all = success(&app.get("/api/v3/contacts", &a.key).await, 200);
     assert_eq!(pagination(&all).3, 0, "no contact landed anywhere: {all}");
 }
+
+#[actix_web::test]
+async fn a_group_body_must_be_an_object() {
+    let app = spawn().await;
+    let a = app.account("all").await;
+    let group = make_group(&app, &a.key, json!({"name": "G"})).await;
+    // serde reads a struct from an array of its members; the routes do not.
+    for body in [json!(["Named by position"]), json!([null, null]), json!("G")] {
+        field_error(&app.post("/api/v3/contact-groups", &a.key, body.clone()).await, "body");
+        field_error(&app.patch(&groups_path(&group), &a.key, body.clone()).await, "body");
+    }
+    let list = success(&app.get("/api/v3/contact-groups", &a.key).await, 200);
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "{list}");
+}

@@ -7,8 +7,8 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use contacts::{
-    BatchReport, Contact, ContactFilter, ContactGroup, ContactInput, ContactRef, ContactSearch, DeletedGroup,
-    GroupPatch, GroupRef, ListBody, NewContacts, NewGroup,
+    BatchReport, Contact, ContactCreate, ContactFilter, ContactGroup, ContactInput, ContactRef, ContactSearch,
+    DeletedGroup, GroupPatch, GroupRef, ListBody, NewContacts, NewGroup, Object,
 };
 use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
@@ -51,9 +51,9 @@ pub async fn list_groups(
 pub async fn create_group(
     auth: Auth,
     state: web::Data<AppState>,
-    body: Json<NewGroup>,
+    body: Json<Object<NewGroup>>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.contacts.create_group(&auth.0, body.0).await?))
+    Ok(created(state.contacts.create_group(&auth.0, body.0.0).await?))
 }
 
 /// Read one group, by numeric id or UUID.
@@ -76,9 +76,9 @@ pub async fn update_group(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<GroupPatch>,
+    body: Json<Object<GroupPatch>>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.contacts.update_group(&auth.0, group(&path)?, body.0).await?))
+    Ok(ok(state.contacts.update_group(&auth.0, group(&path)?, body.0.0).await?))
 }
 
 /// Delete a group and its contacts; a non-empty group needs `?force=true` (else 409 with `count`).
@@ -111,16 +111,16 @@ pub async fn list_contacts(
 }
 
 /// Create a contact (the contract's contact body: `PHONE`, `country_code`, names, custom fields).
-#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = ContactInput,
+#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = ContactCreate,
     params(("group" = String, Path, description = "numeric id or UUID")),
     responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn create_contact(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<ContactInput>,
+    body: Json<ContactCreate>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.contacts.create_contact(&auth.0, group(&path)?, body.0).await?))
+    Ok(created(state.contacts.create_contact(&auth.0, group(&path)?, body.0.0).await?))
 }
 
 /// Create or update up to 500 contacts; 207 when any row was rejected.
@@ -132,9 +132,9 @@ pub async fn batch(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<NewContacts>,
+    body: Json<Object<NewContacts>>,
 ) -> Result<HttpResponse, ApiError> {
-    let report = state.contacts.batch(&auth.0, group(&path)?, body.0).await?;
+    let report = state.contacts.batch(&auth.0, group(&path)?, body.0.0).await?;
     let status = if report.rejected > 0 { StatusCode::MULTI_STATUS } else { StatusCode::OK };
     Ok(with_status(status, report))
 }
@@ -205,9 +205,9 @@ pub async fn original_list(
     path: web::Path<String>,
     filter: web::Query<ContactFilter>,
     page: web::Query<PageQuery>,
-    body: Json<Option<ListBody>>,
+    body: Json<Option<Object<ListBody>>>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0.unwrap_or_default();
+    let body = body.0.map(|b| b.0).unwrap_or_default();
     let filter = body.filter_over(&filter);
     let page = PageRequest::parse(&body.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
     Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))
@@ -215,13 +215,13 @@ pub async fn original_list(
 
 /// Original create: `POST /contacts/{group_id}/store`.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/store", tag = "Contacts (original paths)",
-    params(("group_id" = String, Path)), request_body = ContactInput,
+    params(("group_id" = String, Path)), request_body = ContactCreate,
     responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_store(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<ContactInput>,
+    body: Json<ContactCreate>,
 ) -> Result<HttpResponse, ApiError> {
     create_contact(auth, state, path, body).await
 }

@@ -7,7 +7,7 @@ use kernel::{Page, PageRequest};
 use messaging::blacklist::{BlacklistAdd, BlacklistAdded, BlacklistEntry};
 use messaging::campaigns::{Campaign, CampaignRef, CampaignRequest, CampaignsCreated};
 use messaging::channels::Sender;
-use messaging::{Message, MessageFilter, MessageRef, SendRequest, SendResult};
+use messaging::{Message, MessageFilter, MessageRef, SendBody, SendResult};
 use serde::Serialize;
 
 use crate::AppState;
@@ -15,12 +15,12 @@ use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, created, ok};
 
 /// Send one SMS or many: one message per distinct recipient.
-#[utoipa::path(post, path = "/api/v3/sms/send", tag = "SMS", request_body = SendRequest,
+#[utoipa::path(post, path = "/api/v3/sms/send", tag = "SMS", request_body = SendBody,
     responses((status = 201, body = Success<SendResult>, description = "records created, including failed ones"),
         (status = 402, body = ErrorEnvelope, description = "the prepaid balance cannot pay for the whole send"),
         (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
-pub async fn send(auth: Auth, state: web::Data<AppState>, body: Json<SendRequest>) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.messaging.send(&auth.0, body.0).await?))
+pub async fn send(auth: Auth, state: web::Data<AppState>, body: Json<SendBody>) -> Result<HttpResponse, ApiError> {
+    Ok(created(state.messaging.send(&auth.0, body.0.0).await?))
 }
 
 /// One message, by uid or numeric id.

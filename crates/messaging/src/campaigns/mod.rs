@@ -32,13 +32,19 @@ use crate::{MessagingService, channels};
 /// `POST /sms/campaign`.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct CampaignRequest {
-    /// Contact group ids or UUIDs separated by commas, semicolons or whitespace (at most 2,000).
+    /// Contact group ids or UUIDs separated by commas, semicolons or whitespace (at most 2,000);
+    /// required, not blank.
+    #[schema(required = true, nullable = false, value_type = String, pattern = r"\S", max_length = 2000)]
     pub contact_list_id: Option<String>,
-    /// The text before personalization (at most 4,096).
+    /// The text before personalization (at most 4,096); required, not blank.
+    #[schema(required = true, nullable = false, value_type = String, pattern = r"\S", max_length = 4096)]
     pub message: Option<String>,
+    #[schema(max_length = 64)]
     pub sender_id: Option<String>,
     /// At most 160; defaults to the group's name.
+    #[schema(max_length = 160)]
     pub name: Option<String>,
+    #[schema(max_length = 100)]
     pub schedule_time: Option<String>,
 }
 
