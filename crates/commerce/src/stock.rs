@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
 use crate::products::{self, ProductRef, derived_availability};
-use crate::rules::{Rules, Whole, sent};
+use crate::rules::{Rules, Units, Whole, sent};
 use crate::schema::{products as p, stock_movements as m};
 use crate::service::CommerceService;
 
@@ -67,6 +67,7 @@ pub struct MovementView {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelsPush {
     /// 1 to 5,000 absolute on-hand counts; the last row for a code wins.
+    #[schema(min_items = 1, max_items = 5000)]
     pub levels: Vec<LevelPush>,
 }
 
@@ -77,7 +78,7 @@ pub struct LevelPush {
     /// Alias of `sku`, read when that is not sent.
     pub retailer_id: Option<String>,
     /// 0 or more units on hand.
-    #[schema(inline)]
+    #[schema(value_type = Units)]
     pub inventory: Whole,
 }
 

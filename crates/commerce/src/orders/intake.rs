@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
 use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
-use crate::rules::{Rules, Whole, sent};
+use crate::rules::{MAX_QUANTITY, Quantity, Rules, Whole, choice, sent};
 use crate::schema::{orders, products};
 use crate::service::{CommerceService, shop_of};
 use crate::status::{Hold, OrderStatus};
@@ -25,20 +25,30 @@ use crate::stock::{self, Figures, OrderCause};
 
 /// Lines in one order.
 pub const MAX_LINES: usize = 100;
-const MAX_QUANTITY: i64 = 100_000;
+
+choice! {
+    /// The platforms an order may come from through the API.
+    ApiPlatform = &["manual", "storefront"];
+}
 
 /// `POST /catalogues/{catalogue}/orders`: a manual or storefront order as the API takes it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewOrder {
     /// `manual` (default) or `storefront` through the API; `chat` and `ivr` come from their
     /// integrations.
+    #[schema(value_type = Option<ApiPlatform>)]
     pub platform: Option<String>,
     /// The customer's handle (a phone number or chat id), up to 191 characters.
+    #[schema(max_length = 191)]
     pub customer_handle: Option<String>,
     /// Alias of `customer_handle`, read when that is not sent.
+    #[schema(max_length = 191)]
     pub customer_chat_id: Option<String>,
+    /// Up to 191 characters.
+    #[schema(max_length = 191)]
     pub customer_name: Option<String>,
     /// 1 to 100 lines.
+    #[schema(min_items = 1, max_items = 100)]
     pub lines: Vec<NewLine>,
 }
 
@@ -50,7 +60,7 @@ pub struct NewLine {
     /// Alias of `sku`, read when that is not sent.
     pub retailer_id: Option<String>,
     /// 1 to 100,000.
-    #[schema(inline)]
+    #[schema(value_type = Quantity)]
     pub quantity: Whole,
 }
 
