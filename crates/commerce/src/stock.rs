@@ -73,7 +73,12 @@ pub struct LevelsPush {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelPush {
-    /// The product's code (required; `retailer_id` is accepted instead).
+    /// The product's code, up to 100 characters, not blank (required; `retailer_id` is accepted
+    /// instead).
+    #[schema(
+        max_length = 100,
+        pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub sku: Option<String>,
     /// Alias of `sku`, read when that is not sent.
     pub retailer_id: Option<String>,

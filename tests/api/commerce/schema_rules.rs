@@ -137,6 +137,10 @@ async fn list_sizes_line_quantities_and_choices_of_pushes_batches_and_orders_are
     let cases = [
         (&inventory, json!({"levels": []}), "levels"),
         (&inventory, json!({"levels": [{"sku": "KAH-1", "inventory": "2147483648"}]}), "levels[0].inventory"),
+        (&inventory, json!({"levels": [{"sku": " ", "inventory": 1}]}), "levels[0].sku"),
+        (&inventory, json!({"levels": [{"sku": "s".repeat(101), "inventory": 1}]}), "levels[0].sku"),
+        (&orders, json!({"lines": [{"sku": "\t", "quantity": 1}]}), "lines[0].sku"),
+        (&orders, json!({"lines": [{"sku": "s".repeat(101), "quantity": 1}]}), "lines[0].sku"),
         (&batch, json!({"products": []}), "products"),
         (&orders, json!({"lines": []}), "lines"),
         (&orders, json!({"lines": [{"sku": "KAH-1", "quantity": "0"}]}), "lines[0].quantity"),
