@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::__dev::ComposeSchema;
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
+};
 
 /// A whole number as commerce has always read it: a JSON integer, or an integer in a string
 /// (`"12"`). A fraction or other text reads, and the rule that needs the number refuses it with
@@ -173,6 +175,30 @@ whole_range! {
     Money = 0, MAX_PRICE;
     /// An order line's quantity: 1 to 100,000.
     Quantity = 1, MAX_QUANTITY;
+}
+
+/// The schema of a row that names its product by `sku` or, when that is null or left out, by a
+/// non-blank `retailer_id` (`row` being the row's own schema).
+pub fn coded(row: RefOr<Schema>) -> RefOr<Schema> {
+    let code = |max: Option<usize>, pattern: Option<&str>| {
+        ObjectBuilder::new().schema_type(Type::String).max_length(max).pattern(pattern.map(str::to_owned))
+    };
+    AllOfBuilder::new()
+        .item(row)
+        .item(
+            AnyOfBuilder::new().item(ObjectBuilder::new().property("sku", code(None, None)).required("sku")).item(
+                ObjectBuilder::new()
+                    .property(
+                        "retailer_id",
+                        code(
+                            Some(100),
+                            Some(r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"),
+                        ),
+                    )
+                    .required("retailer_id"),
+            ),
+        )
+        .into()
 }
 
 /// Declares schema-only string enums of `&[&str]` choices, for `#[schema(value_type = ..)]`.

@@ -141,6 +141,10 @@ async fn list_sizes_line_quantities_and_choices_of_pushes_batches_and_orders_are
         (&inventory, json!({"levels": [{"sku": "s".repeat(101), "inventory": 1}]}), "levels[0].sku"),
         (&orders, json!({"lines": [{"sku": "\t", "quantity": 1}]}), "lines[0].sku"),
         (&orders, json!({"lines": [{"sku": "s".repeat(101), "quantity": 1}]}), "lines[0].sku"),
+        (&inventory, json!({"levels": [{"sku": null, "retailer_id": " ", "inventory": 1}]}), "levels[0].sku"),
+        (&inventory, json!({"levels": [{"retailer_id": null, "inventory": 1}]}), "levels[0].sku"),
+        (&orders, json!({"lines": [{"retailer_id": "", "quantity": 1}]}), "lines[0].sku"),
+        (&orders, json!({"lines": [{"sku": null, "quantity": 1}]}), "lines[0].sku"),
         (&batch, json!({"products": []}), "products"),
         (&orders, json!({"lines": []}), "lines"),
         (&orders, json!({"lines": [{"sku": "KAH-1", "quantity": "0"}]}), "lines[0].quantity"),
@@ -159,7 +163,7 @@ async fn list_sizes_line_quantities_and_choices_of_pushes_batches_and_orders_are
     let many: Vec<Value> = (0..101).map(|_| json!({"sku": "KAH-1", "quantity": 1})).collect();
     let body = json!({ "lines": many });
     assert_invalid(&app.post(&orders, &acme.key, body.clone()).await, "lines", &body);
-    let made = order(&app, &acme.key, shop, json!([{"sku": "KAH-1", "quantity": 1.0}])).await;
+    let made = order(&app, &acme.key, shop, json!([{"sku": null, "retailer_id": "KAH-1", "quantity": 1.0}])).await;
     assert_eq!(made["lines"][0]["quantity"], 1, "a number without a fraction: {made}");
     for status in ["", "0", "approved"] {
         let body = json!({ "status": status });
