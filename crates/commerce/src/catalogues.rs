@@ -9,10 +9,13 @@ use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::__dev::ComposeSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::CatalogueId;
-use crate::rules::{Rules, Whole};
+use crate::rules::{Hours, MAX_TTL_HOURS, Rules, Units, Whole, choice};
 use crate::schema::{catalogues, orders, products};
 use crate::service::CommerceService;
 
@@ -20,8 +23,6 @@ use crate::service::CommerceService;
 pub const PER_PAGE: i64 = 25;
 pub const STOCK_POLICIES: &[&str] = &["external", "svc"];
 pub const SOURCES_OF_TRUTH: &[&str] = &["api", "svc", "platform"];
-/// A month: a hold longer than that is a stock leak, not a reservation.
-const MAX_TTL_HOURS: i64 = 720;
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = catalogues)]
@@ -112,55 +113,88 @@ impl Catalogue {
     }
 }
 
-/// `POST /catalogues` and `PATCH /catalogues/{catalogue}`: a member left out keeps the setting
-/// (or takes its default on create), a null clears an optional one.
+/// `POST /catalogues` (and, read the same way, `PATCH /catalogues/{catalogue}`, described as
+/// [`CatalogueChanges`]): a member left out keeps the setting (or takes its default on create), a
+/// null clears an optional one.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CatalogueSettings {
-    /// Required on create, up to 191 characters.
+    /// Required on create, up to 191 characters; never null or blank.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = String, required = true, max_length = 191, pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]")]
     pub name: Patch<String>,
     /// Up to 2,000 characters.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub description: Patch<String>,
     /// Commerce vertical, free text up to 64 characters.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 64)]
     pub vertical: Patch<String>,
-    /// ISO 4217.
+    /// ISO 4217: three letters (upper-cased); blank or null clears it.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*(?:[A-Za-z]{3})?[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub default_currency: Patch<String>,
-    /// Create only: 1 to 12 letters, digits or `-`.
+    /// Create only: 1 to 12 letters, digits or `-` (upper-cased).
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[A-Za-z0-9-]{1,12}[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub sku_prefix: Patch<String>,
-    /// `external` (default) or `svc`.
+    /// `external` (default) or `svc`; never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = StockPolicy)]
     pub stock_policy: Patch<String>,
-    /// `api` (default), `svc` or `platform`.
+    /// `api` (default), `svc` or `platform`; never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = SourceOfTruth)]
     pub source_of_truth: Patch<String>,
+    /// Never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = bool)]
     pub allow_backorder: Patch<bool>,
-    /// 1 to 720; default 48.
+    /// 1 to 720 (default 48); never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Hours)]
     pub reservation_ttl_hours: Patch<Whole>,
     /// 0 or more; null: never alert.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<Units>)]
     pub low_stock_threshold: Patch<Whole>,
+    /// Never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = bool)]
     pub is_catalogue_visible: Patch<bool>,
+    /// Never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = bool)]
     pub is_cart_enabled: Patch<bool>,
+}
+
+/// The schema of `PATCH /catalogues/{catalogue}`: [`CatalogueSettings`] without `sku_prefix`
+/// (fixed once the shop exists: sending it is 422) and with nothing required.
+pub struct CatalogueChanges;
+
+impl ComposeSchema for CatalogueChanges {
+    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        let mut schema = <CatalogueSettings as PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.properties.shift_remove("sku_prefix");
+            object.required.clear();
+            object.description = Some(
+                "`PATCH /catalogues/{catalogue}`: a member left out keeps the setting, a null clears an optional \
+                 one; `sku_prefix` is fixed once the shop exists (sending it is 422)."
+                    .to_owned(),
+            );
+        }
+        schema
+    }
+}
+
+impl ToSchema for CatalogueChanges {}
+
+choice! {
+    /// How stock is counted: `external` or `svc`.
+    StockPolicy = STOCK_POLICIES;
+    /// Where the catalogue's truth lives: `api`, `svc` or `platform`.
+    SourceOfTruth = SOURCES_OF_TRUTH;
 }
 
 /// The settings a body sets; `None` leaves a setting as it is, `Some(None)` clears it.

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::__dev::ComposeSchema;
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
+};
 
 /// A whole number as commerce has always read it: a JSON integer, or an integer in a string
 /// (`"12"`). A fraction or other text reads, and the rule that needs the number refuses it with
@@ -44,8 +46,10 @@ impl<'de> Deserialize<'de> for Whole {
                 Ok(Whole(i64::try_from(n).ok()))
             }
 
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Whole, E> {
-                Ok(Whole(None))
+            // JSON does not tell `2` from `2.0`: a number without a fraction is whole
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Whole, E> {
+                let whole = n.fract() == 0.0 && n.abs() < 9.0e18;
+                Ok(Whole(whole.then_some(n as i64)))
             }
 
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Whole, E> {
@@ -71,6 +75,178 @@ impl ComposeSchema for Whole {
 }
 
 impl ToSchema for Whole {}
+
+/// The characters `str::trim` takes off (Unicode White_Space), as a pattern's class: `\s` of
+/// the schema's readers differs from it at the edges.
+pub const TRIMMED: &str = r"[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+
+/// The schema of a whole number in `min..=max` (`min` at least 0) as [`Whole`] reads it: an
+/// integer in the range, or a string of one (spaces around it, a `+`, leading zeros; `-0` is 0).
+pub fn whole_in(min: i64, max: i64) -> RefOr<Schema> {
+    let digits = digit_ranges(min, max);
+    let zero = if min == 0 { "|-0+" } else { "" };
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .minimum(Some(min))
+                .maximum(Some(max)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(format!(r"^{TRIMMED}*(?:\+?0*(?:{digits}){zero}){TRIMMED}*$"))),
+        )
+        .into()
+}
+
+/// A regular expression alternation of the decimal numbers in `min..=max` (no leading zeros).
+fn digit_ranges(min: i64, max: i64) -> String {
+    let mut parts = Vec::new();
+    let (min, max) = (min.max(0) as u64, max.max(0) as u64);
+    let width = |n: u64| n.to_string().len();
+    for len in width(min)..=width(max) {
+        let low = if len == width(min) { min } else { 10u64.pow(len as u32 - 1) };
+        let high = if len == width(max) { max } else { 10u64.pow(len as u32) - 1 };
+        if low <= high {
+            same_width(&low.to_string(), &high.to_string(), "", &mut parts);
+        }
+    }
+    parts.join("|")
+}
+
+/// The numbers from `low` to `high`, both of the same width, each part prefixed by `prefix`.
+fn same_width(low: &str, high: &str, prefix: &str, parts: &mut Vec<String>) {
+    let (l, h) = (low.as_bytes(), high.as_bytes());
+    if l.is_empty() {
+        parts.push(prefix.to_owned());
+        return;
+    }
+    let rest = l.len() - 1;
+    let any = |n: usize| if n == 0 { String::new() } else { format!("[0-9]{{{n}}}") };
+    let digits = |a: u8, b: u8| if a == b { (a as char).to_string() } else { format!("[{}-{}]", a as char, b as char) };
+    if l[0] == h[0] {
+        return same_width(&low[1..], &high[1..], &format!("{prefix}{}", l[0] as char), parts);
+    }
+    let (low_full, high_full) = (low[1..].bytes().all(|c| c == b'0'), high[1..].bytes().all(|c| c == b'9'));
+    let first = if low_full { l[0] } else { l[0] + 1 };
+    let last = if high_full { h[0] } else { h[0] - 1 };
+    if !low_full {
+        same_width(&low[1..], &"9".repeat(rest), &format!("{prefix}{}", l[0] as char), parts);
+    }
+    if first <= last {
+        parts.push(format!("{prefix}{}{}", digits(first, last), any(rest)));
+    }
+    if !high_full {
+        same_width(&"0".repeat(rest), &high[1..], &format!("{prefix}{}", h[0] as char), parts);
+    }
+}
+
+/// Declares schema-only types for whole numbers with a range, for `#[schema(value_type = ..)]`.
+macro_rules! whole_range {
+    ($($(#[$doc:meta])* $name:ident = $min:expr, $max:expr;)*) => {$(
+        $(#[$doc])*
+        pub struct $name;
+
+        impl ComposeSchema for $name {
+            fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+                whole_in($min, $max)
+            }
+        }
+
+        impl ToSchema for $name {}
+    )*};
+}
+
+/// A month: a hold longer than that is a stock leak, not a reservation.
+pub const MAX_TTL_HOURS: i64 = 720;
+/// Prices in minor units.
+pub const MAX_PRICE: i64 = 1_000_000_000_000_000;
+/// Units of one order line.
+pub const MAX_QUANTITY: i64 = 100_000;
+
+whole_range! {
+    /// `reservation_ttl_hours`: 1 to 720.
+    Hours = 1, MAX_TTL_HOURS;
+    /// A count of units: 0 to 2,147,483,647.
+    Units = 0, i32::MAX as i64;
+    /// Minor units of a price: 0 to 10^18.
+    Money = 0, MAX_PRICE;
+    /// An order line's quantity: 1 to 100,000.
+    Quantity = 1, MAX_QUANTITY;
+}
+
+/// The schema of a row that names its product by `sku` or, when that is null or left out, by a
+/// non-blank `retailer_id` (`row` being the row's own schema).
+pub fn coded(row: RefOr<Schema>) -> RefOr<Schema> {
+    let code = |max: Option<usize>, pattern: Option<&str>| {
+        ObjectBuilder::new().schema_type(Type::String).max_length(max).pattern(pattern.map(str::to_owned))
+    };
+    AllOfBuilder::new()
+        .item(row)
+        .item(
+            AnyOfBuilder::new().item(ObjectBuilder::new().property("sku", code(None, None)).required("sku")).item(
+                ObjectBuilder::new()
+                    .property(
+                        "retailer_id",
+                        code(
+                            Some(100),
+                            Some(r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"),
+                        ),
+                    )
+                    .required("retailer_id"),
+            ),
+        )
+        .into()
+}
+
+/// Declares schema-only string enums of `&[&str]` choices, for `#[schema(value_type = ..)]`.
+macro_rules! choice {
+    ($($(#[$doc:meta])* $name:ident = $options:expr;)*) => {$(
+        $(#[$doc])*
+        pub struct $name;
+
+        impl utoipa::__dev::ComposeSchema for $name {
+            fn compose(
+                _: Vec<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>,
+            ) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                $crate::rules::choice_schema($options)
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    )*};
+}
+pub(crate) use choice;
+
+/// A string that is one of `options`.
+pub fn choice_schema(options: &[&str]) -> RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(options.iter().copied())).into()
+}
+
+/// A body that must be a JSON object: serde's derive would also read a struct from an array
+/// (`[null, null]`). Reads `T` from the object, its members' paths kept for the reader's 422.
+#[derive(Debug, Clone, Default)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Read<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Read<T> {
+            type Value = Object<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+        deserializer.deserialize_map(Read(std::marker::PhantomData))
+    }
+}
 
 /// An optional member of a body that has no null of its own: left out (or null) is absent.
 pub(crate) fn sent<T>(value: Option<T>) -> Patch<T> {
@@ -133,9 +309,13 @@ impl Rules {
         }
     }
 
-    /// One of `options` (as sent, without case).
+    /// One of `options` (as sent, without case); a blank string is none of them.
     pub fn one_of(&mut self, key: &str, value: Patch<String>, options: &[&'static str]) -> Patch<&'static str> {
-        match self.text(key, value, 64) {
+        let value = match value {
+            Patch::Set(blank) if blank.trim().is_empty() => Patch::Set(blank),
+            other => self.text(key, other, 64),
+        };
+        match value {
             Patch::Set(value) => match options.iter().find(|o| o.eq_ignore_ascii_case(&value)) {
                 Some(option) => Patch::Set(option),
                 None => {
@@ -224,6 +404,8 @@ mod tests {
         assert_eq!(read("12").ok(), Some(Whole(Some(12))));
         assert_eq!(read("\" 12 \"").ok(), Some(Whole(Some(12))));
         assert_eq!(read("2.5").ok(), Some(Whole(None)));
+        assert_eq!(read("2.0").ok(), Some(Whole(Some(2))));
+        assert_eq!(read("1e300").ok(), Some(Whole(None)));
         assert_eq!(read("\"lots\"").ok(), Some(Whole(None)));
         assert!(read("true").is_err());
         let mut rules = Rules::new();
@@ -232,5 +414,33 @@ mod tests {
         let errors = rules.errors.into_map();
         assert_eq!(errors["n"], vec!["The n must be a whole number.".to_owned()]);
         assert_eq!(errors["m"], vec!["The m must be between 0 and 5.".to_owned()]);
+    }
+
+    #[test]
+    fn a_range_pattern_matches_exactly_the_numbers_of_the_range() {
+        for (min, max) in [(1, 720), (0, i32::MAX as i64), (0, MAX_PRICE), (1, MAX_QUANTITY), (0, 9), (7, 7), (3, 1234)]
+        {
+            let pattern = format!("^(?:{})$", digit_ranges(min, max));
+            let re = regex_lite::Regex::new(&pattern).expect("pattern");
+            let mut probes: Vec<i64> = vec![0, 1, 9, 10, 99, 100, 719, 720, 721, 1000, 1234, 1235, 100_000, 100_001];
+            probes.extend([i32::MAX as i64, i32::MAX as i64 + 1, MAX_PRICE, MAX_PRICE + 1, min, max, max + 1]);
+            probes.extend((0..2000).map(|n| n * 7919 % 100_000));
+            for n in probes.into_iter().filter(|n| *n >= 0) {
+                assert_eq!(re.is_match(&n.to_string()), (min..=max).contains(&n), "{n} in {min}..={max}: {pattern}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_is_an_object_never_an_array() {
+        #[derive(Debug, Deserialize)]
+        struct Body {
+            #[serde(default)]
+            name: Option<String>,
+        }
+        let read = |body: &str| serde_json::from_str::<Object<Body>>(body).map(|b| b.0.name);
+        assert_eq!(read(r#"{"name": "x"}"#).ok(), Some(Some("x".to_owned())));
+        assert!(read("[null]").is_err());
+        assert!(read("[]").is_err());
     }
 }

@@ -9,12 +9,15 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::__dev::ComposeSchema;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
 use crate::products::{self, ProductRef, derived_availability};
-use crate::rules::{Rules, Whole, sent};
+use crate::rules::{Rules, Units, Whole, sent};
 use crate::schema::{products as p, stock_movements as m};
 use crate::service::CommerceService;
 
@@ -67,17 +70,39 @@ pub struct MovementView {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelsPush {
     /// 1 to 5,000 absolute on-hand counts; the last row for a code wins.
+    #[schema(value_type = Vec<CodedLevel>, min_items = 1, max_items = 5000)]
     pub levels: Vec<LevelPush>,
+}
+
+/// A `LevelPush` with its code: `sku`, or a non-blank `retailer_id` when `sku` is null or left out.
+pub struct CodedLevel;
+
+impl ComposeSchema for CodedLevel {
+    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        crate::rules::coded(Ref::from_schema_name(LevelPush::name()).into())
+    }
+}
+
+impl ToSchema for CodedLevel {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((LevelPush::name().into(), LevelPush::schema()));
+        <LevelPush as ToSchema>::schemas(schemas);
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelPush {
-    /// The product's code (required; `retailer_id` is accepted instead).
+    /// The product's code, up to 100 characters, not blank (required; `retailer_id` is accepted
+    /// instead).
+    #[schema(
+        max_length = 100,
+        pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub sku: Option<String>,
     /// Alias of `sku`, read when that is not sent.
     pub retailer_id: Option<String>,
     /// 0 or more units on hand.
-    #[schema(inline)]
+    #[schema(value_type = Units)]
     pub inventory: Whole,
 }
 

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::__dev::ComposeSchema;
+use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Schema, SchemaType};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::catalogues::Row as Shop;
 use crate::products::{Cause, Change, Input, Loaded, ProductBody, default_currency, load_drafts, write};
@@ -159,8 +162,29 @@ pub struct Batch {
     pub mode: Option<SyncMode>,
     /// 1 to 5,000 product bodies; `name` and `price` needed for new ones. Each row is read when
     /// the run works it: a bad row is rejected in the report, the others land.
-    #[schema(value_type = Vec<ProductBody>)]
+    #[schema(value_type = Vec<BatchRow>, min_items = 1, max_items = 5000)]
     pub products: Vec<Value>,
+}
+
+/// A batch row: a `ProductBody`. A row that is not one (a member of the wrong type) is not
+/// refused with the batch: it is rejected in the report like any bad row.
+pub struct BatchRow;
+
+impl ComposeSchema for BatchRow {
+    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(Ref::from_schema_name("ProductBody"))
+            .item(ObjectBuilder::new().schema_type(SchemaType::AnyValue))
+            .description(Some("A `ProductBody`; a row that is not one is rejected in the report."))
+            .into()
+    }
+}
+
+impl ToSchema for BatchRow {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((ProductBody::name().into(), ProductBody::schema()));
+        <ProductBody as ToSchema>::schemas(schemas);
+    }
 }
 
 /// How a batch treats the shop's products it leaves out.

@@ -7,6 +7,7 @@ mod crash;
 mod orders;
 mod products;
 mod reservations;
+mod schema_rules;
 mod shops;
 mod stock;
 mod support;

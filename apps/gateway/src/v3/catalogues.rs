@@ -3,7 +3,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use commerce::catalogues::{self, Catalogue, CatalogueSettings};
+use commerce::Object;
+use commerce::catalogues::{self, Catalogue, CatalogueChanges, CatalogueSettings};
 use commerce::products::{self as product_list, Product, ProductBody, ProductRef};
 use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
 use commerce::sync::{Batch, Report};
@@ -48,9 +49,9 @@ pub async fn list(
 pub async fn create(
     auth: Auth,
     state: web::Data<AppState>,
-    body: Json<CatalogueSettings>,
+    body: Json<Object<CatalogueSettings>>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.commerce.create_catalogue(&auth.0, body.0).await?))
+    Ok(created(state.commerce.create_catalogue(&auth.0, body.0.0).await?))
 }
 
 /// One shop (beyond the contract).
@@ -63,7 +64,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>
 
 /// Change any setting but `sku_prefix` (422); a null clears an optional one.
 #[utoipa::path(patch, path = "/api/v3/catalogues/{catalogue}", tag = "Commerce", params(("catalogue" = i64, Path)),
-    request_body = CatalogueSettings,
+    request_body = CatalogueChanges,
     responses((status = 200, body = Success<Catalogue>), (status = 404, body = ErrorEnvelope),
         (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
@@ -71,9 +72,9 @@ pub async fn update(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<CatalogueSettings>,
+    body: Json<Object<CatalogueSettings>>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0).await?))
+    Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0.0).await?))
 }
 
 /// The shelf, 25 a page.
@@ -113,9 +114,9 @@ pub async fn put_by_sku(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<ProductBody>,
+    body: Json<Object<ProductBody>>,
 ) -> Result<HttpResponse, ApiError> {
-    put(&state, &auth, by_sku(&path)?, body.0).await
+    put(&state, &auth, by_sku(&path)?, body.0.0).await
 }
 
 /// Change only the fields sent of an existing product.
@@ -128,9 +129,9 @@ pub async fn put_by_id(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<ProductBody>,
+    body: Json<Object<ProductBody>>,
 ) -> Result<HttpResponse, ApiError> {
-    put(&state, &auth, by_id(&path)?, body.0).await
+    put(&state, &auth, by_id(&path)?, body.0.0).await
 }
 
 /// One product by code.
@@ -241,10 +242,10 @@ pub async fn batch(
     state: web::Data<AppState>,
     request: HttpRequest,
     path: web::Path<String>,
-    body: Json<Batch>,
+    body: Json<Object<Batch>>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
-    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0).await?;
+    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0.0).await?;
     Ok(idempotency::answer(StatusCode::ACCEPTED, report))
 }
 
@@ -287,9 +288,9 @@ pub async fn push_inventory(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<LevelsPush>,
+    body: Json<Object<LevelsPush>>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0).await?))
+    Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0.0).await?))
 }
 
 /// Per-product stock: `sku[]` (or `sku=a,b`) picks codes, `tracked_only=true` leaves out untracked
@@ -314,7 +315,15 @@ pub async fn inventory(
             "sku[]" | "sku" => {
                 filter.skus.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned))
             }
-            "tracked_only" => filter.tracked_only = matches!(value.as_str(), "true" | "1"),
+            "tracked_only" => match value.as_str() {
+                "true" => filter.tracked_only = true,
+                "false" => filter.tracked_only = false,
+                _ => {
+                    let mut errors = kernel::error::FieldErrors::new();
+                    errors.add("tracked_only", "The tracked_only must be true or false.");
+                    errors.finish()?;
+                }
+            },
             _ => {}
         }
     }

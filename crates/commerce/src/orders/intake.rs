@@ -12,12 +12,15 @@ use serde::{Deserialize, Serialize};
 use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::Enqueue;
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::__dev::ComposeSchema;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
 use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
-use crate::rules::{Rules, Whole, sent};
+use crate::rules::{MAX_QUANTITY, Quantity, Rules, Whole, choice, sent};
 use crate::schema::{orders, products};
 use crate::service::{CommerceService, shop_of};
 use crate::status::{Hold, OrderStatus};
@@ -25,32 +28,63 @@ use crate::stock::{self, Figures, OrderCause};
 
 /// Lines in one order.
 pub const MAX_LINES: usize = 100;
-const MAX_QUANTITY: i64 = 100_000;
+
+choice! {
+    /// The platforms an order may come from through the API.
+    ApiPlatform = &["manual", "storefront"];
+}
 
 /// `POST /catalogues/{catalogue}/orders`: a manual or storefront order as the API takes it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewOrder {
     /// `manual` (default) or `storefront` through the API; `chat` and `ivr` come from their
     /// integrations.
+    #[schema(value_type = Option<ApiPlatform>)]
     pub platform: Option<String>,
     /// The customer's handle (a phone number or chat id), up to 191 characters.
+    #[schema(max_length = 191)]
     pub customer_handle: Option<String>,
     /// Alias of `customer_handle`, read when that is not sent.
+    #[schema(max_length = 191)]
     pub customer_chat_id: Option<String>,
+    /// Up to 191 characters.
+    #[schema(max_length = 191)]
     pub customer_name: Option<String>,
     /// 1 to 100 lines.
+    #[schema(value_type = Vec<CodedLine>, min_items = 1, max_items = 100)]
     pub lines: Vec<NewLine>,
+}
+
+/// A `NewLine` with its code: `sku`, or a non-blank `retailer_id` when `sku` is null or left out.
+pub struct CodedLine;
+
+impl ComposeSchema for CodedLine {
+    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        crate::rules::coded(Ref::from_schema_name(NewLine::name()).into())
+    }
+}
+
+impl ToSchema for CodedLine {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((NewLine::name().into(), NewLine::schema()));
+        <NewLine as ToSchema>::schemas(schemas);
+    }
 }
 
 /// One line of a `NewOrder`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewLine {
-    /// The product's code (required; `retailer_id` is accepted instead).
+    /// The product's code, up to 100 characters, not blank (required; `retailer_id` is accepted
+    /// instead).
+    #[schema(
+        max_length = 100,
+        pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub sku: Option<String>,
     /// Alias of `sku`, read when that is not sent.
     pub retailer_id: Option<String>,
     /// 1 to 100,000.
-    #[schema(inline)]
+    #[schema(value_type = Quantity)]
     pub quantity: Whole,
 }
 

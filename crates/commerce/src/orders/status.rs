@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::intake::schedule_expiry;
 use super::{LineRow, Order, PLATFORMS, Row, allocate, held_by_product, lines_of, row_of, view, wanted};
-use crate::rules::Rules;
+use crate::rules::{Rules, choice};
 use crate::schema::{order_lines, orders};
 use crate::service::{CommerceService, shop_of};
 use crate::status::{Hold, OrderEvent, OrderStatus, StockStep};
@@ -28,17 +28,29 @@ use crate::{CatalogueId, OrderId};
 pub struct StatusChange {
     /// Any order status: `pending`, `confirmed`, `processing`, `shipped`, `delivered`,
     /// `cancelled` or `refunded` (read without case).
+    #[schema(value_type = OrderStatusName)]
     pub status: String,
+}
+
+choice! {
+    /// An order status.
+    OrderStatusName = &OrderStatus::names();
+    /// A platform orders come from.
+    PlatformName = PLATFORMS;
 }
 
 /// `GET /catalogues/orders` filters.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct OrderFilter {
+    #[param(value_type = Option<OrderStatusName>, inline)]
     pub status: Option<String>,
+    #[param(value_type = Option<PlatformName>, inline)]
     pub platform: Option<String>,
+    #[param(value_type = Option<i64>)]
     pub catalogue_id: Option<String>,
-    /// ISO 8601; orders changed at or after it.
+    /// ISO 8601 with an offset (RFC 3339); orders changed at or after it.
+    #[param(value_type = Option<String>, format = DateTime)]
     pub updated_since: Option<String>,
 }
 

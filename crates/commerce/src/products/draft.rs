@@ -6,11 +6,15 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::rules::{Rules, Whole};
+use crate::rules::{MAX_PRICE, Money, Object, Rules, Units, Whole, choice};
 
 /// Availability values a body may set (contract: Product).
 pub const AVAILABILITIES: &[&str] = &["in stock", "out of stock", "preorder", "available for order", "discontinued"];
-const MAX_PRICE: i64 = 1_000_000_000_000_000;
+
+choice! {
+    /// A product's availability.
+    Availability = AVAILABILITIES;
+}
 
 /// The writable state of a product.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,52 +40,52 @@ pub struct ProductBody {
     /// The product's code: up to 100 characters, no `/`. A new product made by code takes the
     /// code of its path; on an existing product a new code renames it.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 100, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^/\u0000-\u001F\u007F-\u009F]*[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub sku: Patch<String>,
     /// Alias of `sku`, read when that is not sent.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 100, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^/\u0000-\u001F\u007F-\u009F]*[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub retailer_id: Patch<String>,
-    /// Up to 200 characters; required for a new product.
+    /// Up to 200 characters; required for a new product; never null or blank.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = String, max_length = 200, pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]")]
     pub name: Patch<String>,
-    /// Minor units of `currency`; required for a new product.
+    /// Minor units of `currency`, 0 to 10^18; required for a new product; never null.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Money)]
     pub price: Patch<Whole>,
     /// Minor units, at most the price.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<Money>)]
     pub sale_price: Patch<Whole>,
     /// Up to 9,999 characters.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 9999)]
     pub description: Patch<String>,
     /// ISO 4217; the shop's (or the account's) when a new product leaves it out.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*(?:[A-Za-z]{3})?[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub currency: Patch<String>,
-    /// An http or https URL.
+    /// An http or https URL, up to 2,048 characters.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 2048, pattern = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*(?:https?://[\s\S]*)?$")]
     pub image_url: Patch<String>,
-    /// On hand; null: stock is not tracked.
+    /// On hand, 0 or more; null: stock is not tracked.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<Units>)]
     pub inventory: Patch<Whole>,
     /// `in stock`, `out of stock`, `preorder`, `available for order` or `discontinued`; null:
     /// derived from the stock.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<Availability>)]
     pub availability: Patch<String>,
     /// Up to 100 characters; made a brand record on first use.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 100)]
     pub brand: Patch<String>,
     /// Up to 100 characters; made a category record on first use.
     #[serde(default)]
-    #[schema(inline)]
+    #[schema(value_type = Option<String>, max_length = 100)]
     pub category: Patch<String>,
 }
 
@@ -137,7 +141,7 @@ impl Input {
 
     /// Reads one batch row: the input, or the first problem (a wrong type included).
     pub fn read_row(row: &Value) -> Result<Self, String> {
-        let body: ProductBody = serde_path_to_error::deserialize(row).map_err(|e| {
+        let Object(body): Object<ProductBody> = serde_path_to_error::deserialize(row).map_err(|e| {
             let message = e.inner().to_string();
             format!("The {} field is invalid: {message}.", e.path())
         })?;
