@@ -254,7 +254,8 @@ impl Modify for Refusable {
 }
 
 /// The body reader takes an empty body as `{}` (`http::json`), so a body whose schema requires
-/// no member may be left out: its request body is described as optional.
+/// no member may be left out: its request body is described as optional. (`CrossMemberRules`
+/// runs first, so a rule such as "one of these members" counts.)
 struct EmptyBodies;
 
 impl Modify for EmptyBodies {
@@ -269,7 +270,14 @@ impl Modify for EmptyBodies {
                 }
                 inline => Some(inline),
             };
-            matches!(schema, Some(RefOr::T(Schema::Object(object))) if object.required.is_empty())
+            // `{}` is valid: no member required, directly or through a rule across members
+            let across = |object: &utoipa::openapi::schema::Object| {
+                object
+                    .extensions
+                    .as_ref()
+                    .is_some_and(|e| ["anyOf", "oneOf", "allOf"].iter().any(|k| e.contains_key(*k)))
+            };
+            matches!(schema, Some(RefOr::T(Schema::Object(object))) if object.required.is_empty() && !across(object))
         };
         for item in openapi.paths.paths.values_mut() {
             for operation in [&mut item.put, &mut item.post, &mut item.patch, &mut item.delete].into_iter().flatten() {

@@ -43,7 +43,7 @@ pub mod sync;
 pub use catalogues::Catalogue;
 pub use orders::Order;
 pub use products::Product;
-pub use rules::{Object, Whole};
+pub use rules::Whole;
 pub use service::CommerceService;
 pub use status::{Hold, OrderStatus, SyncStatus};
 

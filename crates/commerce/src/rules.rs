@@ -225,29 +225,6 @@ pub fn choice_schema(options: &[&str]) -> RefOr<Schema> {
     ObjectBuilder::new().schema_type(Type::String).enum_values(Some(options.iter().copied())).into()
 }
 
-/// A body that must be a JSON object: serde's derive would also read a struct from an array
-/// (`[null, null]`). Reads `T` from the object, its members' paths kept for the reader's 422.
-#[derive(Debug, Clone, Default)]
-pub struct Object<T>(pub T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Read<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Read<T> {
-            type Value = Object<T>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
-            }
-        }
-        deserializer.deserialize_map(Read(std::marker::PhantomData))
-    }
-}
-
 /// An optional member of a body that has no null of its own: left out (or null) is absent.
 pub(crate) fn sent<T>(value: Option<T>) -> Patch<T> {
     value.map_or(Patch::Absent, Patch::Set)
@@ -429,18 +406,5 @@ mod tests {
                 assert_eq!(re.is_match(&n.to_string()), (min..=max).contains(&n), "{n} in {min}..={max}: {pattern}");
             }
         }
-    }
-
-    #[test]
-    fn a_body_is_an_object_never_an_array() {
-        #[derive(Debug, Deserialize)]
-        struct Body {
-            #[serde(default)]
-            name: Option<String>,
-        }
-        let read = |body: &str| serde_json::from_str::<Object<Body>>(body).map(|b| b.0.name);
-        assert_eq!(read(r#"{"name": "x"}"#).ok(), Some(Some("x".to_owned())));
-        assert!(read("[null]").is_err());
-        assert!(read("[]").is_err());
     }
 }

@@ -105,28 +105,6 @@ impl PartialSchema for PhoneValue {
 
 impl ToSchema for PhoneValue {}
 
-/// A body that must be a JSON object. serde reads a struct from an array of its members too
-/// (`[null, null]` as a [`crate::GroupPatch`]); the routes read their bodies through this, so an
-/// array is a 422 like any other wrong type. Members keep their paths in errors.
-#[derive(Debug, Clone, Default)]
-pub struct Object<T>(pub T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Members<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer.deserialize_map(Members(std::marker::PhantomData)).map(Object)
-    }
-}
-
 /// A query-like member sent in a body: a string, a number or a boolean, read as its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryValue(pub String);

@@ -44,7 +44,7 @@ pub mod schema;
 pub mod service;
 
 pub use batch::{BatchReport, BatchRow, NewContacts};
-pub use body::{ContactCreate, ContactInput, Object};
+pub use body::{ContactCreate, ContactInput};
 pub use contact::{Contact, ContactFilter, ContactSearch, ListBody, ListQuery};
 pub use group::{ContactGroup, DeletedGroup, FieldInput, GroupPatch, GroupStatus, NewGroup};
 pub use ids::{ContactId, ContactRef, ContactUid, GroupId, GroupRef};

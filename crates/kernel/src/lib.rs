@@ -11,6 +11,7 @@ pub mod email;
 pub mod error;
 pub mod ids;
 pub mod money;
+pub mod object;
 pub mod page;
 pub mod patch;
 pub mod phone;

@@ -123,7 +123,7 @@ fn one_of(values: impl IntoIterator<Item = &'static str>, description: &str) -> 
 
 fn status_filter() -> utoipa::openapi::schema::Schema {
     one_of(
-        crate::status::MessageStatus::ALL.map(crate::status::MessageStatus::as_str),
+        crate::status::MessageStatus::ALL.iter().map(|status| status.as_str()),
         "A message state; empty is no filter.",
     )
 }

@@ -24,30 +24,64 @@ pub struct BodyRefusal(pub &'static str);
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
     refuse_nul(bytes)?;
+    // Every body is an object; serde's derive would also read a struct from an array of its
+    // members (`[null, null]`).
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') && serde_json::from_slice::<Value>(bytes).is_ok()
+    {
+        let message = "The request body must be a JSON object.";
+        return Err(Error::validation(message).with_field("body", message));
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            Error::validation(format!("The request body is not valid JSON: {inner}"))
-                .with_field("body", "The request body is not valid JSON.")
-        } else {
-            let message = inner.to_string();
-            // serde's message ends with the position, which means nothing to a client.
-            let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
-            match missing_field(&message) {
-                Some(missing) => {
-                    let field = if path == "." { missing.to_owned() } else { format!("{path}.{missing}") };
-                    let message = format!("The {field} field is required.");
-                    Error::validation(message.clone()).with_field(field, message)
-                }
-                None => {
-                    let field = if path == "." { "body".to_owned() } else { path };
-                    Error::validation(format!("The {field} field is invalid: {message}.")).with_field(field, message)
-                }
+    match serde_path_to_error::deserialize(de) {
+        Ok(value) => Ok(value),
+        // JSON Schema counts `3.0` as an integer: the body is read again with such numbers
+        // written as integers (only on this path, so a valid body is parsed once).
+        Err(e) if e.inner().to_string().starts_with("invalid type: floating point") => {
+            let mut value: Value = serde_json::from_slice(bytes).map_err(|_| refusal(e))?;
+            whole_numbers(&mut value);
+            serde_path_to_error::deserialize(value).map_err(refusal)
+        }
+        Err(e) => Err(refusal(e)),
+    }
+}
+
+/// A number with no fraction (`48.0`, `-3e2`) becomes the integer it is, everywhere in `value`.
+fn whole_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
+                *value = Value::from(f as i64);
             }
         }
-    })
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(members) => members.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
+}
+
+/// The reader's 422: `errors` keyed by the member's path, a missing member named.
+fn refusal(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if inner.is_syntax() || inner.is_eof() {
+        Error::validation(format!("The request body is not valid JSON: {inner}"))
+            .with_field("body", "The request body is not valid JSON.")
+    } else {
+        let message = inner.to_string();
+        // serde's message ends with the position, which means nothing to a client.
+        let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+        match missing_field(&message) {
+            Some(missing) => {
+                let field = if path == "." { missing.to_owned() } else { format!("{path}.{missing}") };
+                let message = format!("The {field} field is required.");
+                Error::validation(message.clone()).with_field(field, message)
+            }
+            None => {
+                let field = if path == "." { "body".to_owned() } else { path };
+                Error::validation(format!("The {field} field is invalid: {message}.")).with_field(field, message)
+            }
+        }
+    }
 }
 
 /// PostgreSQL text cannot hold the NUL character: a `\u0000` anywhere in a body (a value or a
@@ -153,6 +187,30 @@ mod tests {
         assert_eq!(field(r#"[["x", "\u0000"]]"#).as_deref(), Some("[0][1]"));
         assert_eq!(field(r#"{"a\u0000": 1}"#).as_deref(), Some("a\\u0000"));
         assert_eq!(field(r#"{"name": "\\\u0000"}"#).as_deref(), Some("name"), "an escaped backslash, then NUL");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Counted {
+        n: i64,
+        ratio: Option<f64>,
+    }
+
+    #[test]
+    fn a_whole_number_with_a_fraction_reads_as_the_integer() {
+        let read: Counted = parse(br#"{"n": 48.0, "ratio": 0.5}"#).expect("whole");
+        assert_eq!((read.n, read.ratio), (48, Some(0.5)));
+        let refused = parse::<Counted>(br#"{"n": 4.5}"#).expect_err("a fraction");
+        assert!(refused.errors.contains_key("n"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_body_is_an_object() {
+        for body in ["[null, null]", "3", "\"x\"", "null"] {
+            let refused = parse::<Value>(body.as_bytes()).expect_err(body);
+            assert!(refused.errors.contains_key("body"), "{body}: {refused:?}");
+        }
+        assert!(parse::<Value>(b"  {}").is_ok());
+        assert!(parse::<Value>(b"[").expect_err("malformed").message.contains("not valid JSON"));
     }
 
     #[test]

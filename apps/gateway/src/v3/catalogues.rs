@@ -3,7 +3,6 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use commerce::Object;
 use commerce::catalogues::{self, Catalogue, CatalogueChanges, CatalogueSettings};
 use commerce::products::{self as product_list, Product, ProductBody, ProductRef};
 use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
@@ -49,9 +48,9 @@ pub async fn list(
 pub async fn create(
     auth: Auth,
     state: web::Data<AppState>,
-    body: Json<Object<CatalogueSettings>>,
+    body: Json<CatalogueSettings>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.commerce.create_catalogue(&auth.0, body.0.0).await?))
+    Ok(created(state.commerce.create_catalogue(&auth.0, body.0).await?))
 }
 
 /// One shop (beyond the contract).
@@ -72,9 +71,9 @@ pub async fn update(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Object<CatalogueSettings>>,
+    body: Json<CatalogueSettings>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0.0).await?))
+    Ok(ok(state.commerce.update_catalogue(&auth.0, shop(&path)?, body.0).await?))
 }
 
 /// The shelf, 25 a page.
@@ -114,9 +113,9 @@ pub async fn put_by_sku(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Object<ProductBody>>,
+    body: Json<ProductBody>,
 ) -> Result<HttpResponse, ApiError> {
-    put(&state, &auth, by_sku(&path)?, body.0.0).await
+    put(&state, &auth, by_sku(&path)?, body.0).await
 }
 
 /// Change only the fields sent of an existing product.
@@ -129,9 +128,9 @@ pub async fn put_by_id(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Json<Object<ProductBody>>,
+    body: Json<ProductBody>,
 ) -> Result<HttpResponse, ApiError> {
-    put(&state, &auth, by_id(&path)?, body.0.0).await
+    put(&state, &auth, by_id(&path)?, body.0).await
 }
 
 /// One product by code.
@@ -242,10 +241,10 @@ pub async fn batch(
     state: web::Data<AppState>,
     request: HttpRequest,
     path: web::Path<String>,
-    body: Json<Object<Batch>>,
+    body: Json<Batch>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
-    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0.0).await?;
+    let report = state.commerce.accept_batch(&auth.0, shop(&path)?, key, body.0).await?;
     Ok(idempotency::answer(StatusCode::ACCEPTED, report))
 }
 
@@ -288,9 +287,9 @@ pub async fn push_inventory(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Object<LevelsPush>>,
+    body: Json<LevelsPush>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0.0).await?))
+    Ok(ok(state.commerce.push_levels(&auth.0, shop(&path)?, body.0).await?))
 }
 
 /// Per-product stock: `sku[]` (or `sku=a,b`) picks codes, `tracked_only=true` leaves out untracked

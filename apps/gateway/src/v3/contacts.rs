@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use contacts::{
     BatchReport, Contact, ContactCreate, ContactFilter, ContactGroup, ContactInput, ContactRef, ContactSearch,
-    DeletedGroup, GroupPatch, GroupRef, ListBody, NewContacts, NewGroup, Object,
+    DeletedGroup, GroupPatch, GroupRef, ListBody, NewContacts, NewGroup,
 };
 use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
@@ -51,9 +51,9 @@ pub async fn list_groups(
 pub async fn create_group(
     auth: Auth,
     state: web::Data<AppState>,
-    body: Json<Object<NewGroup>>,
+    body: Json<NewGroup>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(created(state.contacts.create_group(&auth.0, body.0.0).await?))
+    Ok(created(state.contacts.create_group(&auth.0, body.0).await?))
 }
 
 /// Read one group, by numeric id or UUID.
@@ -76,9 +76,9 @@ pub async fn update_group(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Object<GroupPatch>>,
+    body: Json<GroupPatch>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(state.contacts.update_group(&auth.0, group(&path)?, body.0.0).await?))
+    Ok(ok(state.contacts.update_group(&auth.0, group(&path)?, body.0).await?))
 }
 
 /// Delete a group and its contacts; a non-empty group needs `?force=true` (else 409 with `count`).
@@ -132,9 +132,9 @@ pub async fn batch(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Object<NewContacts>>,
+    body: Json<NewContacts>,
 ) -> Result<HttpResponse, ApiError> {
-    let report = state.contacts.batch(&auth.0, group(&path)?, body.0.0).await?;
+    let report = state.contacts.batch(&auth.0, group(&path)?, body.0).await?;
     let status = if report.rejected > 0 { StatusCode::MULTI_STATUS } else { StatusCode::OK };
     Ok(with_status(status, report))
 }
@@ -197,7 +197,7 @@ pub async fn search(
 
 /// Original list: `POST /contacts/{group_id}/all`; filters and paging from the query or the body.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/all", tag = "Contacts (original paths)",
-    params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = Option<ListBody>,
+    params(("group_id" = String, Path), ContactFilter, PageQuery), request_body = ListBody,
     responses((status = 200, body = Success<Page<Contact>>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_list(
     auth: Auth,
@@ -205,9 +205,9 @@ pub async fn original_list(
     path: web::Path<String>,
     filter: web::Query<ContactFilter>,
     page: web::Query<PageQuery>,
-    body: Json<Option<Object<ListBody>>>,
+    body: Json<ListBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0.map(|b| b.0).unwrap_or_default();
+    let body = body.0;
     let filter = body.filter_over(&filter);
     let page = PageRequest::parse(&body.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
     Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))

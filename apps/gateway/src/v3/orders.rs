@@ -3,7 +3,6 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use commerce::Object;
 use commerce::orders::{NewOrder, OrderFilter, StatusChange};
 use commerce::{CatalogueId, Order, OrderId};
 use kernel::page::PageQuery;
@@ -27,11 +26,11 @@ pub async fn create(
     state: web::Data<AppState>,
     request: HttpRequest,
     path: web::Path<String>,
-    body: Json<Object<NewOrder>>,
+    body: Json<NewOrder>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::key_of(&request)?;
     let catalogue: CatalogueId = parse_id(&path, "Catalogue")?;
-    let order = state.commerce.create_order(&auth.0, catalogue, body.0.0, key).await?;
+    let order = state.commerce.create_order(&auth.0, catalogue, body.0, key).await?;
     Ok(idempotency::answer(StatusCode::CREATED, order))
 }
 
@@ -68,8 +67,8 @@ pub async fn set_status(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: Json<Object<StatusChange>>,
+    body: Json<StatusChange>,
 ) -> Result<HttpResponse, ApiError> {
     let order: OrderId = parse_id(&path, "Order")?;
-    Ok(ok(state.commerce.set_order_status(&auth.0, order, body.0.0).await?))
+    Ok(ok(state.commerce.set_order_status(&auth.0, order, body.0).await?))
 }

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::rules::{MAX_PRICE, Money, Object, Rules, Units, Whole, choice};
+use kernel::object::Object;
+
+use crate::rules::{MAX_PRICE, Money, Rules, Units, Whole, choice};
 
 /// Availability values a body may set (contract: Product).
 pub const AVAILABILITIES: &[&str] = &["in stock", "out of stock", "preorder", "available for order", "discontinued"];
