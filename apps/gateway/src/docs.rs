@@ -193,6 +193,7 @@ struct CrossMemberRules;
 impl Modify for CrossMemberRules {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        commerce::add_rules(components);
         leads::doc::add_rules(components);
         webhooks::doc::add_rules(components);
     }

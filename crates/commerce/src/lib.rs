@@ -43,7 +43,7 @@ pub mod sync;
 pub use catalogues::Catalogue;
 pub use orders::Order;
 pub use products::Product;
-pub use rules::Whole;
+pub use rules::{Whole, add_rules};
 pub use service::CommerceService;
 pub use status::{Hold, OrderStatus, SyncStatus};
 

@@ -11,9 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::__dev::ComposeSchema;
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{
-    AllOfBuilder, AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
-};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
 
 /// A whole number as commerce has always read it: a JSON integer, or an integer in a string
 /// (`"12"`). A fraction or other text reads, and the rule that needs the number refuses it with
@@ -177,28 +175,19 @@ whole_range! {
     Quantity = 1, MAX_QUANTITY;
 }
 
-/// The schema of a row that names its product by `sku` or, when that is null or left out, by a
-/// non-blank `retailer_id` (`row` being the row's own schema).
-pub fn coded(row: RefOr<Schema>) -> RefOr<Schema> {
-    let code = |max: Option<usize>, pattern: Option<&str>| {
-        ObjectBuilder::new().schema_type(Type::String).max_length(max).pattern(pattern.map(str::to_owned))
-    };
-    AllOfBuilder::new()
-        .item(row)
-        .item(
-            AnyOfBuilder::new().item(ObjectBuilder::new().property("sku", code(None, None)).required("sku")).item(
-                ObjectBuilder::new()
-                    .property(
-                        "retailer_id",
-                        code(
-                            Some(100),
-                            Some(r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"),
-                        ),
-                    )
-                    .required("retailer_id"),
-            ),
-        )
-        .into()
+/// The rule across a stock level's and an order line's members, on their own components: the
+/// product is named by `sku`, or by a non-blank `retailer_id` when `sku` is null or left out.
+pub fn add_rules(components: &mut utoipa::openapi::Components) {
+    let coded = serde_json::json!([
+        {"required": ["sku"], "properties": {"sku": {"type": "string"}}},
+        {"required": ["retailer_id"], "properties": {"retailer_id": {
+            "type": "string", "maxLength": 100,
+            "pattern": r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+        }}}
+    ]);
+    for row in ["NewLine", "LevelPush"] {
+        kernel::schema::add_rules(components, row, [("anyOf", coded.clone())]);
+    }
 }
 
 /// Declares schema-only string enums of `&[&str]` choices, for `#[schema(value_type = ..)]`.

@@ -9,10 +9,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use utoipa::__dev::ComposeSchema;
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::{Ref, RefOr};
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::ToSchema;
 
 use crate::CatalogueId;
 use crate::catalogues::Row as Shop;
@@ -70,24 +67,8 @@ pub struct MovementView {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LevelsPush {
     /// 1 to 5,000 absolute on-hand counts; the last row for a code wins.
-    #[schema(value_type = Vec<CodedLevel>, min_items = 1, max_items = 5000)]
+    #[schema(value_type = Vec<LevelPush>, min_items = 1, max_items = 5000)]
     pub levels: Vec<LevelPush>,
-}
-
-/// A `LevelPush` with its code: `sku`, or a non-blank `retailer_id` when `sku` is null or left out.
-pub struct CodedLevel;
-
-impl ComposeSchema for CodedLevel {
-    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
-        crate::rules::coded(Ref::from_schema_name(LevelPush::name()).into())
-    }
-}
-
-impl ToSchema for CodedLevel {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((LevelPush::name().into(), LevelPush::schema()));
-        <LevelPush as ToSchema>::schemas(schemas);
-    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -12,10 +12,7 @@ use serde::{Deserialize, Serialize};
 use store::idempotency::{self, Answer, Key, Request};
 use store::jobs::Enqueue;
 use time::OffsetDateTime;
-use utoipa::__dev::ComposeSchema;
-use utoipa::openapi::schema::Schema;
-use utoipa::openapi::{Ref, RefOr};
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::ToSchema;
 
 use super::{ExpireHold, LineRow, Order, Row, allocate, wanted};
 use crate::CatalogueId;
@@ -51,24 +48,8 @@ pub struct NewOrder {
     #[schema(max_length = 191)]
     pub customer_name: Option<String>,
     /// 1 to 100 lines.
-    #[schema(value_type = Vec<CodedLine>, min_items = 1, max_items = 100)]
+    #[schema(value_type = Vec<NewLine>, min_items = 1, max_items = 100)]
     pub lines: Vec<NewLine>,
-}
-
-/// A `NewLine` with its code: `sku`, or a non-blank `retailer_id` when `sku` is null or left out.
-pub struct CodedLine;
-
-impl ComposeSchema for CodedLine {
-    fn compose(_: Vec<RefOr<Schema>>) -> RefOr<Schema> {
-        crate::rules::coded(Ref::from_schema_name(NewLine::name()).into())
-    }
-}
-
-impl ToSchema for CodedLine {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((NewLine::name().into(), NewLine::schema()));
-        <NewLine as ToSchema>::schemas(schemas);
-    }
 }
 
 /// One line of a `NewOrder`.
