@@ -24,6 +24,8 @@ use crate::{Result, Workspace};
 /// The schemathesis the checks are written against; a newer one may add checks or change them.
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const DATABASE: &str = "fuzz";
+/// The gateway's webhook delivery timeout during a run.
+const WEBHOOK_TIMEOUT_SECONDS: &str = "5";
 /// Warnings that fail the run: a description that points at nothing. `validation_mismatch` (an
 /// operation that refuses most of what its schema allows: limits the schema does not state)
 /// joins it once the body types carry their limits (docs/architecture.md, "Tests").
@@ -79,7 +81,11 @@ pub async fn fuzz(workspace: &Workspace, interrupts: &mut Interrupts, options: O
 
     let addr = format!("127.0.0.1:{}", pg::free_port()?);
     let log = out.join("gateway.log");
-    let _gateway = serve(command(&["serve", "--addr", &addr]), &addr, &log).await?;
+    // A receiver the fuzzer points a webhook at may never answer: a test send then waits for
+    // the delivery timeout, kept under schemathesis's response-time limit (10 s).
+    let mut gateway = command(&["serve", "--addr", &addr]);
+    gateway.env("SVC_WEBHOOKS_TIMEOUT_SECONDS", WEBHOOK_TIMEOUT_SECONDS);
+    let _gateway = serve(gateway, &addr, &log).await?;
     let api = Seeder::new(&addr, &key)?;
     let ids = api.seed(&file_id).await?;
     let config = out.join("schemathesis.toml");

@@ -153,6 +153,11 @@ async fn list_sizes_line_quantities_and_choices_of_pushes_batches_and_orders_are
         (&orders, json!({"platform": "chat", "lines": [{"sku": "KAH-1", "quantity": 1}]}), "platform"),
         (
             &orders,
+            json!({"customer_handle": "", "customer_chat_id": "0".repeat(192), "lines": [{"sku": "KAH-1", "quantity": 1}]}),
+            "customer_chat_id",
+        ),
+        (
+            &orders,
             json!({"customer_name": "c".repeat(192), "lines": [{"sku": "KAH-1", "quantity": 1}]}),
             "customer_name",
         ),

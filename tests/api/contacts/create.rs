@@ -271,3 +271,19 @@ async fn contact_numbers_and_custom_field_keys_follow_the_schema_rules() {
     field_error(&app.patch(&contact_path(&group, &c), &a.key, json!({"a b": 1})).await, "a b");
     assert_eq!(success(&app.get(&groups_path(&group), &a.key).await, 200)["contacts_count"], 1);
 }
+
+#[actix_web::test]
+async fn extreme_numbers_in_custom_fields_read_back_as_sent() {
+    // PostgreSQL prints a jsonb number in full (309 digits for the largest double); reading it
+    // back must give the same double, not "number out of range" (a 500 before).
+    let app = spawn().await;
+    let a = app.account("all").await;
+    let group = make_group(&app, &a.key, json!({"name": "G"})).await;
+    let values = json!({"max": f64::MAX, "tiny": 5e-324, "small": -2.4739831582039154e-64});
+    let mut body = values.clone();
+    body["PHONE"] = json!("0712345678");
+    let c = success(&app.post(&contacts_path(&group), &a.key, body).await, 201);
+    assert_eq!(c["custom_field_values"], values);
+    let read = success(&app.get(&contact_path(&group, &c), &a.key).await, 200);
+    assert_eq!(read["custom_field_values"], values);
+}

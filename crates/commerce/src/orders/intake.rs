@@ -277,9 +277,11 @@ fn check(body: NewOrder) -> Result<OrderIntake, Error> {
     if let Patch::Set(other @ ("chat" | "ivr")) = platform {
         rules.error("platform", format!("{other} orders come from that integration; use manual or storefront."));
     }
+    // The alias is checked even when `customer_handle` wins, as the description states its limit.
+    let chat_id = rules.text("customer_chat_id", sent(body.customer_chat_id), 191);
     let handle = match body.customer_handle {
         Some(handle) => rules.text("customer_handle", Patch::Set(handle), 191),
-        None => rules.text("customer_chat_id", sent(body.customer_chat_id), 191),
+        None => chat_id,
     };
     let name = rules.text("customer_name", sent(body.customer_name), 191);
     let lines = rules.rows("lines", &body.lines, MAX_LINES, |rules, line| {
