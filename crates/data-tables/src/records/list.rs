@@ -78,9 +78,10 @@ fn fingerprint(filter: Option<&Tree>, raw_filter: Option<&str>, q: &str, sort: &
     hex::encode(&ring::digest::digest(&ring::digest::SHA256, text.as_bytes()).as_ref()[..12])
 }
 
-/// `limit`: default 50; 0 or less gives 1, more than 200 gives 200; not a number is 422.
+/// `limit`: default 50; 0 or less gives 1, more than 200 gives 200; not a number (an empty
+/// value included, as on every list) is 422.
 fn page_size(raw: Option<&str>) -> Result<i64> {
-    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+    match raw.map(str::trim) {
         None => Ok(PAGE_DEFAULT),
         Some(raw) => raw
             .parse::<i64>()
@@ -293,6 +294,7 @@ mod tests {
         assert_eq!(page_size(Some("-3")).expect("negative"), 1);
         assert_eq!(page_size(Some("500")).expect("large"), 200);
         assert!(page_size(Some("abc")).is_err());
+        assert!(page_size(Some(" ")).is_err(), "an empty value is no integer");
     }
 
     #[test]
