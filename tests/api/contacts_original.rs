@@ -8,7 +8,8 @@ use api_tests::{json, spawn};
 use serde_json::Value;
 
 use crate::contacts::{
-    error, field_error, items, make_contact, make_group, pagination, success, tz, tz_full, tz_national, uids,
+    conflict_on, error, field_error, items, make_contact, make_group, pagination, success, tz, tz_full, tz_national,
+    uids,
 };
 
 fn all(group: &Value) -> String {
@@ -90,7 +91,7 @@ async fn original_store_applies_the_same_rules() {
     field_error(&app.post(&store(&group), &a.key, json!({"PHONE": "+255712345678"})).await, "PHONE");
     field_error(&app.post(&store(&group), &a.key, json!({"PHONE": "12345"})).await, "PHONE");
     let res = app.post(&store(&group), &a.key, json!({"PHONE": tz_national(1)})).await;
-    field_error(&res, "PHONE");
+    conflict_on(&res, "PHONE");
     assert_eq!(res.body["contact_uid"], existing["uid"], "{}", res.body);
     let ke =
         success(&app.post(&store(&group), &a.key, json!({"PHONE": "712345678", "country_code": "254"})).await, 201);
@@ -179,6 +180,20 @@ async fn original_all_lists_with_search_limit_and_page_from_the_body_or_the_quer
     assert_eq!(pagination(&data).1, 5);
     let data = success(&app.post(&format!("{}?limit=10&page=2", all(&group)), &a.key, json!({})).await, 200);
     assert_eq!(pagination(&data), (2, 10, 3, 25, true));
+    // A whole number written with a zero fraction is that integer.
+    let data = success(&app.post(&all(&group), &a.key, json!({"limit": 10.0, "page": 3.0})).await, 200);
+    assert_eq!((pagination(&data).0, pagination(&data).1), (3, 10));
+    // The query is read whole even where the body wins over it.
+    field_error(
+        &app.post(&format!("{}?subscribed=maybe", all(&group)), &a.key, json!({"subscribed": true})).await,
+        "subscribed",
+    );
+    field_error(&app.post(&format!("{}?page=x", all(&group)), &a.key, json!({"page": 2})).await, "page");
+    // A form posts its empty fields: an empty member of the body is left out, so the query's
+    // member stands.
+    let body = json!({"search": "", "page": "", "limit": " ", "per_page": ""});
+    let data = success(&app.post(&format!("{}?limit=10&page=2", all(&group)), &a.key, body).await, 200);
+    assert_eq!(pagination(&data), (2, 10, 3, 25, true));
 
     // Unknown group.
     error(&app.post("/api/v3/contacts/999999/all", &a.key, json!({})).await, 404);
@@ -209,7 +224,7 @@ async fn original_update_merges_like_the_new_patch() {
     assert_eq!(success(&app.get(&new_path(&group, &c), &a.key).await, 200), p);
 
     let res = app.patch(&update(&group, &c), &a.key, json!({"PHONE": tz(2)})).await;
-    field_error(&res, "PHONE");
+    conflict_on(&res, "PHONE");
     assert_eq!(res.body["contact_uid"], taken["uid"]);
     field_error(&app.patch(&update(&group, &c), &a.key, json!({"PHONE": "12345"})).await, "PHONE");
     assert_eq!(success(&app.get(&new_path(&group, &c), &a.key).await, 200), p, "refused changes changed nothing");

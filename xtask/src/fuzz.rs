@@ -26,10 +26,22 @@ const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const DATABASE: &str = "fuzz";
 /// The gateway's webhook delivery timeout during a run.
 const WEBHOOK_TIMEOUT_SECONDS: &str = "5";
-/// Warnings that fail the run: a description that points at nothing. `validation_mismatch` (an
-/// operation that refuses most of what its schema allows: limits the schema does not state)
-/// joins it once the body types carry their limits (docs/architecture.md, "Tests").
-const FAIL_ON: &[&str] = &["unresolvable_reference"];
+/// Warnings that fail the run: a description that points at nothing, and an operation that
+/// refuses most of what its schema allows (`validation_mismatch`: a limit the service checks
+/// that the schema does not state).
+const FAIL_ON: &[&str] = &["unresolvable_reference", "validation_mismatch"];
+
+/// The operations whose refusals rest on a rule no JSON Schema can state, each with its rule:
+/// they may refuse most generated bodies without failing the run (the warning still shows).
+/// Their refused cases are in the baseline too. Anything added here is a rule, not a gap.
+const UNSTATABLE: &[(&str, &str)] = &[
+    ("POST /api/v3/contact-groups/{group}/contacts", "a number valid in its calling code's numbering plan"),
+    ("POST /api/v3/contacts/{group_id}/store", "a number valid in its calling code's numbering plan"),
+    ("POST /api/v3/sms/blacklist", "a number valid in its calling code's numbering plan"),
+    ("POST /api/v3/sms/send", "a number valid in its calling code's numbering plan"),
+    ("POST /api/v3/leads", "a valid number; a conversation_id or call_id of the workspace"),
+    ("POST /api/v3/data/tables/{table}/records", "the table's columns, defined at run time"),
+];
 
 /// What a run takes from the command line.
 pub struct Options {
@@ -350,9 +362,13 @@ impl Seeder {
 /// character: the description says once, in its introduction, that no text may hold one (a 422
 /// everywhere, tested in the API tests), rather than on each of its hundreds of strings.
 fn config_toml(addr: &str, key: &str, ids: &Ids, seed: u64) -> String {
+    // Schemathesis's error feedback is off: it reads a 422's "The name field is required." as a
+    // rule of the body for every later case, but ours say it of a create (a product `PUT` by a
+    // new code), so the update of an existing one that leaves `name` out was reported.
     let mut toml = format!(
         "base-url = \"http://{addr}\"\nseed = {seed}\nsuppress-health-check = [\"filter_too_much\"]\nheaders = {{ Authorization = \"Bearer {key}\" }}\n\
-         warnings = {{ fail-on = {fail_on:?} }}\n\n[generation]\nallow-x00 = false\n\n[parameters]\n",
+         warnings = {{ fail-on = {fail_on:?} }}\n\n[generation]\nallow-x00 = false\n\n\
+         [phases.fuzzing.error-feedback]\nenabled = false\n\n[parameters]\n",
         fail_on = FAIL_ON,
     );
     for (name, value) in &ids.global {
@@ -368,6 +384,12 @@ fn config_toml(addr: &str, key: &str, ids: &Ids, seed: u64) -> String {
     for (path, name, value) in &ids.scoped {
         toml.push_str(&format!(
             "\n[[operations]]\ninclude-path-regex = \"{path}\"\nparameters = {{ \"path.{name}\" = {value} }}\n"
+        ));
+    }
+    let statable: Vec<&str> = FAIL_ON.iter().copied().filter(|w| *w != "validation_mismatch").collect();
+    for (operation, rule) in UNSTATABLE {
+        toml.push_str(&format!(
+            "\n# {rule}\n[[operations]]\ninclude-name = \"{operation}\"\nwarnings = {{ fail-on = {statable:?} }}\n"
         ));
     }
     toml

@@ -263,7 +263,7 @@ fn sku_prefix(rules: &mut Rules, prefix: Patch<String>) -> Option<String> {
         rules.error("sku_prefix", "The sku_prefix must be 1 to 12 letters, digits or '-'.");
         return None;
     }
-    let prefix = rules.text("sku_prefix", prefix, 12).set()?;
+    let prefix = rules.text("sku_prefix", prefix.map(|p| p.trim().to_owned()), 12).set()?;
     if prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         Some(prefix.to_ascii_uppercase())
     } else {

@@ -244,10 +244,12 @@ impl Rules {
     pub fn text(&mut self, key: &str, value: Patch<String>, max: usize) -> Patch<String> {
         match value {
             Patch::Set(s) => {
+                // the limit is on the text as sent, as the description's `maxLength` counts it
+                let long = s.chars().count() > max;
                 let s = s.trim();
                 if s.is_empty() {
                     Patch::Null
-                } else if s.chars().count() > max {
+                } else if long {
                     self.error(key, format!("The {key} may not be greater than {max} characters."));
                     Patch::Absent
                 } else {
@@ -279,7 +281,7 @@ impl Rules {
     pub fn one_of(&mut self, key: &str, value: Patch<String>, options: &[&'static str]) -> Patch<&'static str> {
         let value = match value {
             Patch::Set(blank) if blank.trim().is_empty() => Patch::Set(blank),
-            other => self.text(key, other, 64),
+            other => self.text(key, trimmed(other), 64),
         };
         match value {
             Patch::Set(value) => match options.iter().find(|o| o.eq_ignore_ascii_case(&value)) {
@@ -296,7 +298,7 @@ impl Rules {
 
     /// An ISO 4217 code, upper-cased.
     pub fn currency(&mut self, key: &str, value: Patch<String>) -> Patch<String> {
-        match self.text(key, value, 3) {
+        match self.text(key, trimmed(value), 3) {
             Patch::Set(code) if code.len() == 3 && code.chars().all(|c| c.is_ascii_alphabetic()) => {
                 Patch::Set(code.to_ascii_uppercase())
             }
@@ -311,6 +313,23 @@ impl Rules {
     /// `sku`, or its alias `retailer_id` when `sku` is not sent (contract: Product).
     pub fn sku(&mut self, sku: Patch<String>, retailer_id: Patch<String>) -> Patch<String> {
         if sku.is_absent() { self.text("retailer_id", retailer_id, 100) } else { self.text("sku", sku, 100) }
+    }
+
+    /// A product's own code, as [`sku`](Self::sku) reads it, both members checked: up to 100
+    /// characters, no `/` (the code is a path segment) and no control character.
+    pub fn product_sku(&mut self, sku: Patch<String>, retailer_id: Patch<String>) -> Patch<String> {
+        let retailer_id = self.code("retailer_id", retailer_id);
+        if sku.is_absent() { retailer_id } else { self.code("sku", sku) }
+    }
+
+    fn code(&mut self, key: &str, code: Patch<String>) -> Patch<String> {
+        let code = self.text(key, code, 100);
+        if let Patch::Set(text) = &code
+            && (text.contains('/') || text.chars().any(char::is_control))
+        {
+            self.error(key, format!("The {key} may not contain '/' or control characters."));
+        }
+        code
     }
 
     /// The value of a required member, or an error naming it (unless it already has one).
@@ -358,6 +377,12 @@ impl Rules {
     pub fn finish(self) -> Result<(), kernel::Error> {
         self.errors.finish()
     }
+}
+
+/// A code read by its pattern, spaces around allowed (a currency, a prefix, one of a list):
+/// its length limit counts the code, not the spaces.
+fn trimmed(value: Patch<String>) -> Patch<String> {
+    value.map(|text| text.trim().to_owned())
 }
 
 #[cfg(test)]

@@ -130,6 +130,11 @@ impl<'de> Deserialize<'de> for QueryValue {
                 Ok(QueryValue(v.to_string()))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<QueryValue, E> {
+                // a whole number written `48.0` is the integer 48, as JSON Schema counts it
+                if v.fract() == 0.0 && v.abs() < 1e18 {
+                    #[allow(clippy::cast_possible_truncation)]
+                    return Ok(QueryValue((v as i64).to_string()));
+                }
                 Ok(QueryValue(serde_json::Number::from_f64(v).map_or_else(|| v.to_string(), |n| n.to_string())))
             }
         }
@@ -391,6 +396,17 @@ impl ContactInput {
     /// Applies the body rules, collecting every field error at once.
     pub fn read(self) -> Result<ContactBody, Error> {
         let mut errors = FieldErrors::new();
+        // Each name member is held to its own limit, the ones another member wins over too.
+        for (key, text) in [
+            ("name", &self.name),
+            ("NAME", &self.upper_name),
+            ("FIRST_NAME", &self.first_name),
+            ("LAST_NAME", &self.last_name),
+        ] {
+            if text.as_ref().is_some_and(|t| t.chars().count() > MAX_NAME_CHARS) {
+                errors.add(key, format!("The {key} may not be longer than {MAX_NAME_CHARS} characters."));
+            }
+        }
         let phone = match nonempty(self.phone.map(|d| d.0)) {
             Some(phone) => Some((phone, "PHONE")),
             None => nonempty(self.phone_number.map(|d| d.0)).map(|p| (p, "phone_number")),
@@ -403,6 +419,7 @@ impl ContactInput {
         });
         if let Some(name) = &name
             && name.chars().count() > MAX_NAME_CHARS
+            && errors.is_empty()
         {
             errors.add("name", format!("The name may not be longer than {MAX_NAME_CHARS} characters."));
         }

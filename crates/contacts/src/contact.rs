@@ -185,10 +185,11 @@ impl ListBody {
         }
     }
 
-    /// The paging, each member from the body when sent there, else from the query.
+    /// The paging, each member from the body when sent there, else from the query. An empty
+    /// member of the body is left out, as its schema says (a form posts its empty fields).
     pub fn page_over(&self, query: &kernel::page::PageQuery) -> kernel::page::PageQuery {
         let pick = |body: &Option<QueryValue>, query: &Option<String>| {
-            body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone())
+            body.as_ref().map(|s| s.0.clone()).filter(|s| !s.trim().is_empty()).or_else(|| query.clone())
         };
         kernel::page::PageQuery {
             page: pick(&self.page, &query.page),

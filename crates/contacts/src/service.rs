@@ -92,9 +92,11 @@ fn object(value: Value) -> Map<String, Value> {
     }
 }
 
+/// A number the group already has: a unique-value conflict, 409 naming the field and the
+/// contact that holds the number.
 fn duplicate(existing_uid: &str, field: &str) -> Error {
-    Error::field(field, format!("This number is already in the group as contact {existing_uid}."))
-        .with_detail("contact_uid", existing_uid)
+    let message = format!("This number is already in the group as contact {existing_uid}.");
+    Error::conflict(message.clone()).with_field(field, message).with_detail("contact_uid", existing_uid)
 }
 
 impl ContactService {

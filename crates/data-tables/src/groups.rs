@@ -104,6 +104,12 @@ pub fn parse_range(range: Option<&str>, from: Option<&str>, to: Option<&str>, no
         }
         Ok(Range { name: "custom".into(), from, to })
     };
+    // `from` and `to` are checked even beside a `range`, which wins over them.
+    for (name, value, end) in [("from", from, false), ("to", to, true)] {
+        if let Some(value) = value {
+            bound(&Value::from(value), end).map_err(|m| invalid(format!("{name} {m}")))?;
+        }
+    }
     match range.map(str::trim).filter(|r| !r.is_empty()) {
         Some(raw) if raw.starts_with('{') => {
             let object: serde_json::Map<String, Value> = serde_json::from_str(raw)
@@ -361,6 +367,7 @@ mod tests {
         let params = parse_range(None, Some("2026-11-20T00:00:00Z"), None, now).expect("from");
         assert_eq!((params.from, params.to), (datetime!(2026-11-20 0:00 UTC), now));
         assert!(parse_range(Some("last_year"), None, None, now).is_err());
+        assert!(parse_range(Some("today"), Some("yesterday"), None, now).is_err(), "from is checked beside a range");
         assert!(parse_range(Some(r#"{"from": "2026-11-05", "to": "2026-11-01"}"#), None, None, now).is_err());
     }
 }

@@ -235,14 +235,11 @@ pub fn reason_rule() -> [(&'static str, Value); 2] {
 /// The rules across members that the derive cannot state, on the bodies' own components:
 /// `POST /leads` needs one of `phone`, `email`, `conversation_id` and `call_id` to find the
 /// person by, and a reason with `lost` and `unqualified` (as the stage operation does);
-/// `PATCH /leads/{lead}` refuses a member the record does not have, by name.
+/// `PATCH /leads/{lead}` refuses a member the record does not have, by name. The edit's reason
+/// rule is not stated: it holds for a move only, and sending the stage the lead has is none.
 pub fn add_rules(components: &mut utoipa::openapi::Components) {
     use kernel::schema::add_rules;
     add_rules(components, "UpsertLead", std::iter::once(("anyOf", identity_any_of())).chain(reason_rule()));
     add_rules(components, "StageChange", reason_rule());
-    add_rules(
-        components,
-        "LeadPatch",
-        std::iter::once(("additionalProperties", Value::Bool(false))).chain(reason_rule()),
-    );
+    add_rules(components, "LeadPatch", [("additionalProperties", Value::Bool(false))]);
 }

@@ -157,8 +157,10 @@ fn invalid(errors: FieldErrors) -> Result<(), Error> {
     if errors.is_empty() { Ok(()) } else { Err(Error::fields(errors.into_map()).with_reason("invalid")) }
 }
 
+/// A unique-value conflict: 409 naming the field, as every taken unique value answers.
 fn taken(name: &str) -> Error {
-    Error::field("name", format!("A label named {name} already exists.")).with_reason("invalid")
+    let message = format!("A label named {name} already exists.");
+    Error::conflict(message.clone()).with_field("name", message)
 }
 
 /// A label name as stored: trimmed, 1 to 60 characters.

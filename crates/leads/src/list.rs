@@ -20,16 +20,18 @@ use crate::service::LeadService;
 
 pub const PER_PAGE: i64 = 20;
 
-/// The filters of `GET /leads`; lists are comma-separated.
+/// The filters of `GET /leads`; lists are comma-separated. Spaces around a value are ignored.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeadFilter {
     /// `open` (the default: neither closed nor archived), `closed`, `archived` or `all`.
-    #[param(pattern = "^(open|closed|archived|all)?$")]
+    #[param(
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*(open|closed|archived|all)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub status: Option<String>,
     /// One stage or several.
     #[param(
-        pattern = "^((new|contacted|qualified|opportunity|won|lost|unqualified)(,(new|contacted|qualified|opportunity|won|lost|unqualified))*)?$"
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*((new|contacted|qualified|opportunity|won|lost|unqualified)(,(new|contacted|qualified|opportunity|won|lost|unqualified))*)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
     )]
     pub stage: Option<String>,
     /// Label names or ids; several mean any of them.
@@ -37,7 +39,9 @@ pub struct LeadFilter {
     /// The lead's `source_channel`, any case.
     pub channel: Option<String>,
     /// `me`, `none` or a user id.
-    #[param(pattern = "^(me|none|-?[0-9]{1,18})?$")]
+    #[param(
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*(me|none|-?[0-9]{1,18})?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub assigned_to: Option<String>,
     /// A user id, `me`, or a creator kind (`api`, `ai`, `user`).
     pub created_by: Option<String>,
@@ -45,26 +49,32 @@ pub struct LeadFilter {
     pub q: Option<String>,
     /// RFC 3339 or a date; with `date_field`.
     #[param(
-        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
     )]
     pub from: Option<String>,
     /// RFC 3339 or a date (its whole day); with `date_field`.
     #[param(
-        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
     )]
     pub to: Option<String>,
     /// `created_at` (the default), `updated_at`, `last_activity_at` or `next_action_at`.
-    #[param(pattern = "^(created_at|updated_at|last_activity_at|next_action_at)?$")]
+    #[param(
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*(created_at|updated_at|last_activity_at|next_action_at)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub date_field: Option<String>,
     /// A whole number.
-    #[param(pattern = "^(-?[0-9]{1,9})?$")]
+    #[param(
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*(-?[0-9]{1,9})?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub score_min: Option<String>,
     /// A whole number.
-    #[param(pattern = "^(-?[0-9]{1,9})?$")]
+    #[param(
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*(-?[0-9]{1,9})?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
+    )]
     pub score_max: Option<String>,
     /// RFC 3339 or a date: leads changed since.
     #[param(
-        pattern = "^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?$"
+        pattern = "^[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?)?[\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$"
     )]
     pub updated_since: Option<String>,
 }

@@ -87,7 +87,8 @@ pub struct LeadPatch {
     #[serde(default)]
     #[schema(schema_with = crate::doc::stage_patch)]
     pub stage: Patch<String>,
-    /// Required with `lost` and `unqualified`.
+    /// Required when the edit moves the lead to `lost` or `unqualified` (`reason_required`);
+    /// sending the stage the lead already has is no move.
     pub reason: Option<String>,
     /// Merged; a key sent as null is removed.
     #[serde(default)]

@@ -56,9 +56,11 @@ pub fn events_list() -> Schema {
         .into()
 }
 
-/// A filter's name list (`labels`, `channels`): names of 1 to 191 characters, not only spaces.
+/// A filter's name list (`labels`, `channels`): names of 1 to 191 characters, not only spaces;
+/// null is no filter.
 pub fn filter_names() -> Schema {
     ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(
             ObjectBuilder::new()
                 .schema_type(Type::String)
@@ -70,9 +72,10 @@ pub fn filter_names() -> Schema {
         .into()
 }
 
-/// `stages` of a filter.
+/// `stages` of a filter; null is no filter.
 pub fn filter_stages() -> Schema {
     ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(LEAD_STAGES)))
         .build()
         .into()

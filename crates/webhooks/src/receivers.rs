@@ -55,9 +55,10 @@ pub struct WithSecret {
 }
 
 /// Lead-event filters: each non-empty list must name the lead as it is after the change.
-/// These three members only (`additionalProperties: false`).
+/// These three members only (`additionalProperties: false`), each optional in a request
+/// (answers carry all three).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Filters {
     #[schema(schema_with = crate::doc::filter_stages)]
     pub stages: Vec<String>,

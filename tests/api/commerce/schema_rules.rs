@@ -211,6 +211,11 @@ async fn query_filters_outside_their_schema_are_422() {
         ("platform=fax", "platform"),
         ("catalogue_id=x", "catalogue_id"),
         ("updated_since=yesterday", "updated_since"),
+        // empty is outside each filter's type too
+        ("status=", "status"),
+        ("platform=", "platform"),
+        ("catalogue_id=", "catalogue_id"),
+        ("updated_since=", "updated_since"),
     ] {
         let res = app.get(&format!("{ORDERS}?{query}"), &acme.key).await;
         assert_invalid(&res, field, &json!(query));

@@ -3,8 +3,8 @@
 use api_tests::{json, spawn};
 
 use super::{
-    assert_status, contact_path, contacts_path, field_error, groups_path, is_rfc3339, items, make_contact, make_group,
-    success, tz, tz_full, tz_national,
+    assert_status, conflict_on, contact_path, contacts_path, field_error, groups_path, is_rfc3339, items, make_contact,
+    make_group, success, tz, tz_full, tz_national,
 };
 
 #[actix_web::test]
@@ -166,6 +166,11 @@ async fn contact_name_comes_from_name_then_upper_name_then_first_last_then_the_n
         make_contact(&app, &a.key, &group, json!({"PHONE": tz(8), "NAME": "X", "FIRST_NAME": "Y"})).await["custom_field_values"],
         json!({})
     );
+    // Each name key is held to its 191 characters, even one another key wins over.
+    for key in ["FIRST_NAME", "LAST_NAME", "NAME"] {
+        let body = json!({"PHONE": tz(9), "name": "Wins", key: "x".repeat(192)});
+        field_error(&app.post(&contacts_path(&group), &a.key, body).await, key);
+    }
 }
 
 #[actix_web::test]
@@ -211,7 +216,7 @@ async fn contact_other_keys_are_custom_fields_and_reserved_keys_are_not() {
 }
 
 #[actix_web::test]
-async fn contact_duplicate_number_in_the_group_is_422_naming_the_existing_contact() {
+async fn contact_duplicate_number_in_the_group_is_409_naming_the_existing_contact() {
     let app = spawn().await;
     let a = app.account("all").await;
     let group = make_group(&app, &a.key, json!({"name": "G"})).await;
@@ -220,13 +225,13 @@ async fn contact_duplicate_number_in_the_group_is_422_naming_the_existing_contac
     // The same number written differently is still the same number.
     for phone in ["0712345678", "712 345 678", "0712-345-678"] {
         let res = app.post(&contacts_path(&group), &a.key, json!({"PHONE": phone, "name": "Second"})).await;
-        field_error(&res, "PHONE");
+        conflict_on(&res, "PHONE");
         assert!(res.body["message"].as_str().is_some_and(|m| m.contains(&uid)), "message names {uid}: {}", res.body);
         assert_eq!(res.body["contact_uid"], json!(uid), "{}", res.body);
     }
     let res = app.post(&contacts_path(&group), &a.key, json!({"PHONE": "712345678", "country_code": "255"})).await;
     assert_eq!(res.body["contact_uid"], json!(uid), "{}", res.body);
-    assert_status(&res, 422);
+    assert_status(&res, 409);
     // Nothing changed.
     let read = success(&app.get(&groups_path(&group), &a.key).await, 200);
     assert_eq!(read["contacts_count"], 1);

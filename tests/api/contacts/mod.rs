@@ -58,7 +58,18 @@ pub(crate) fn error(res: &Resp, status: u16) {
 /// Asserts a 422 whose `errors` names `field` with at least one message.
 #[track_caller]
 pub(crate) fn field_error(res: &Resp, field: &str) {
-    error(res, 422);
+    error_on(res, 422, field);
+}
+
+/// Asserts a 409 (a unique value taken) whose `errors` names `field`.
+#[track_caller]
+pub(crate) fn conflict_on(res: &Resp, field: &str) {
+    error_on(res, 409, field);
+}
+
+#[track_caller]
+fn error_on(res: &Resp, status: u16, field: &str) {
+    error(res, status);
     let messages = &res.body["errors"][field];
     assert!(
         messages.as_array().is_some_and(|m| !m.is_empty() && m.iter().all(Value::is_string)),

@@ -3,8 +3,8 @@
 use api_tests::{json, spawn};
 
 use super::{
-    contact_path, contacts_path, error, field_error, groups_path, make_contact, make_group, success, tz, tz_full,
-    tz_national,
+    conflict_on, contact_path, contacts_path, error, field_error, groups_path, make_contact, make_group, success, tz,
+    tz_full, tz_national,
 };
 
 #[actix_web::test]
@@ -108,14 +108,14 @@ async fn contact_patch_changes_only_the_keys_sent() {
 }
 
 #[actix_web::test]
-async fn contact_patch_to_a_number_already_in_the_group_is_422() {
+async fn contact_patch_to_a_number_already_in_the_group_is_409() {
     let app = spawn().await;
     let a = app.account("all").await;
     let group = make_group(&app, &a.key, json!({"name": "G"})).await;
     let taken = make_contact(&app, &a.key, &group, json!({"PHONE": tz(1)})).await;
     let c = make_contact(&app, &a.key, &group, json!({"PHONE": tz(2), "name": "Mover"})).await;
     let res = app.patch(&contact_path(&group, &c), &a.key, json!({"PHONE": tz_national(1), "name": "Changed"})).await;
-    field_error(&res, "PHONE");
+    conflict_on(&res, "PHONE");
     let taken_uid = taken["uid"].as_str().expect("string");
     assert_eq!(res.body["contact_uid"], json!(taken_uid), "{}", res.body);
     assert!(res.body["message"].as_str().is_some_and(|m| m.contains(taken_uid)), "{}", res.body);

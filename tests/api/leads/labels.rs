@@ -75,8 +75,8 @@ async fn managing_labels_needs_leads_settings() {
 #[actix_web::test]
 async fn a_label_needs_a_colour_written_rrggbb_and_a_name_no_other_label_has() {
     // Proves creation: 201 with the default colour when none is sent; 422 `invalid` naming
-    // `color` for anything but `#RRGGBB`, and naming `name` for a name taken in any case or a
-    // missing one.
+    // `color` for anything but `#RRGGBB` and `name` for a missing name; 409 naming `name` for a
+    // name taken in any case.
     let app = spawn().await;
     let acme = app.account(MANAGER).await;
     let res = app.post(LABELS, &acme.key, json!({"name": "VIP", "ai_assignable": true})).await;
@@ -91,9 +91,15 @@ async fn a_label_needs_a_colour_written_rrggbb_and_a_name_no_other_label_has() {
         assert_refused(&res, 422, "invalid");
         assert!(res.body["errors"]["color"].is_array(), "{color}: {}", res.body);
     }
-    for body in [json!({"name": "vip"}), json!({"name": " Vip "}), json!({"name": ""}), json!({"color": "#123456"})] {
+    for body in [json!({"name": ""}), json!({"color": "#123456"})] {
         let res = app.post(LABELS, &acme.key, body.clone()).await;
         assert_refused(&res, 422, "invalid");
+        assert!(res.body["errors"]["name"].is_array(), "{body}: {}", res.body);
+    }
+    // A taken name is a unique-value conflict: 409 naming `name`.
+    for body in [json!({"name": "vip"}), json!({"name": " Vip "})] {
+        let res = app.post(LABELS, &acme.key, body.clone()).await;
+        assert_error(&res, 409);
         assert!(res.body["errors"]["name"].is_array(), "{body}: {}", res.body);
     }
     assert_eq!(names(&labels_of(&app, &acme.key).await), ["VIP"]);
@@ -101,7 +107,7 @@ async fn a_label_needs_a_colour_written_rrggbb_and_a_name_no_other_label_has() {
 
 #[actix_web::test]
 async fn a_label_is_changed_and_deleted_and_goes_from_every_lead() {
-    // Proves PATCH (what is sent changes; a name taken in any case and a bad colour are 422) and
+    // Proves PATCH (what is sent changes; a name taken in any case is 409, a bad colour 422) and
     // DELETE (200, gone from the list and from the leads that carried it).
     let app = spawn().await;
     let acme = app.account(MANAGER).await;
@@ -118,7 +124,7 @@ async fn a_label_is_changed_and_deleted_and_goes_from_every_lead() {
     assert_eq!(names(lead["labels"].as_array().expect("labels")), ["Gold", "Hot"]);
 
     let res = app.patch(&label_path(vip), &acme.key, json!({"name": "HOT"})).await;
-    assert_refused(&res, 422, "invalid");
+    assert_error(&res, 409);
     assert!(res.body["errors"]["name"].is_array(), "{}", res.body);
     assert_refused(&app.patch(&label_path(vip), &acme.key, json!({"color": "gold"})).await, 422, "invalid");
     assert_error(&app.patch(&label_path(999_999), &acme.key, json!({"name": "Nope"})).await, 404);

@@ -203,6 +203,10 @@ async fn lead_filters_need_a_lead_event_known_keys_and_lists() {
     let id = created["id"].as_i64().expect("id");
     assert_eq!(app.get(&path(id), key).await.data()["filters"], filters);
 
+    // A list sent as null or left out is no filter on that key, as the description allows.
+    let nulls = json!({"stages": null, "labels": ["VIP"]});
+    let res = create(&app, key, json!({"url": PUBLIC, "events": ["lead.created"], "filters": nulls})).await;
+    assert_eq!(res["filters"], json!({"stages": [], "labels": ["VIP"], "channels": []}));
     let res = app.post(WEBHOOKS, key, json!({"url": PUBLIC, "events": ["message.sent"], "filters": filters})).await;
     assert_field_error(&res, "filters");
     for (bad, field) in [
@@ -215,7 +219,7 @@ async fn lead_filters_need_a_lead_event_known_keys_and_lists() {
         let res = app.post(WEBHOOKS, key, json!({"url": PUBLIC, "events": ["lead.created"], "filters": bad})).await;
         assert_field_error(&res, field);
     }
-    assert_eq!(app.get(WEBHOOKS, key).await.data()["pagination"]["total"], 1, "only the first was registered");
+    assert_eq!(app.get(WEBHOOKS, key).await.data()["pagination"]["total"], 2, "only the first two were registered");
 }
 
 // ---------------------------------------------------------------------------------------------

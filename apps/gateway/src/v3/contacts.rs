@@ -113,7 +113,7 @@ pub async fn list_contacts(
 /// Create a contact (the contract's contact body: `PHONE`, `country_code`, names, custom fields).
 #[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts", tag = "Contacts", request_body = ContactCreate,
     params(("group" = String, Path, description = "numeric id or UUID")),
-    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "The number is already in the group: `errors` names the field, `contact_uid` the contact that has it."), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn create_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -155,7 +155,7 @@ pub async fn get_contact(
 /// Change only the keys sent; custom fields merge, null removes one.
 #[utoipa::path(patch, path = "/api/v3/contact-groups/{group}/contacts/{contact}", tag = "Contacts", request_body = ContactInput,
     params(("group" = String, Path), ("contact" = String, Path, description = "ctc_ uid or numeric id")),
-    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "The number is already in the group: `errors` names the field, `contact_uid` the contact that has it."), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn update_contact(
     auth: Auth,
     state: web::Data<AppState>,
@@ -208,6 +208,9 @@ pub async fn original_list(
     body: Json<ListBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
+    // the query is read whole even where the body wins over it: a bad value is refused, not hidden
+    filter.parse()?;
+    PageRequest::parse(&page, contacts::contact::DEFAULT_PER_PAGE)?;
     let filter = body.filter_over(&filter);
     let page = PageRequest::parse(&body.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
     Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))
@@ -216,7 +219,7 @@ pub async fn original_list(
 /// Original create: `POST /contacts/{group_id}/store`.
 #[utoipa::path(post, path = "/api/v3/contacts/{group_id}/store", tag = "Contacts (original paths)",
     params(("group_id" = String, Path)), request_body = ContactCreate,
-    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 201, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "The number is already in the group: `errors` names the field, `contact_uid` the contact that has it."), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_store(
     auth: Auth,
     state: web::Data<AppState>,
@@ -241,7 +244,7 @@ pub async fn original_search(
 /// Original update: `PATCH /contacts/{group_id}/update/{uid}`.
 #[utoipa::path(patch, path = "/api/v3/contacts/{group_id}/update/{uid}", tag = "Contacts (original paths)",
     params(("group_id" = String, Path), ("uid" = String, Path)), request_body = ContactInput,
-    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
+    responses((status = 200, body = Success<Contact>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope, description = "The number is already in the group: `errors` names the field, `contact_uid` the contact that has it."), (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
 pub async fn original_update(
     auth: Auth,
     state: web::Data<AppState>,

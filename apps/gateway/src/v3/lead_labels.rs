@@ -21,7 +21,8 @@ pub async fn list_labels(auth: Auth, state: web::Data<AppState>) -> Result<HttpR
 /// Create a label (`leads.settings`); names are unique in the workspace, any case.
 #[utoipa::path(post, path = "/api/v3/lead-labels", tag = "Leads", request_body = NewLabel,
     responses((status = 201, body = Success<LabelWithCount>),
-        (status = 422, body = ErrorEnvelope, description = "invalid (in `reason`): a missing, long or taken name, a colour that is not #RRGGBB, a long description"),
+        (status = 409, body = ErrorEnvelope, description = "Another label has this name (any case); `errors` names `name`."),
+        (status = 422, body = ErrorEnvelope, description = "invalid (in `reason`): a missing or long name, a colour that is not #RRGGBB, a long description"),
         Refusals), security(("bearer" = [])))]
 pub async fn create_label(
     auth: Auth,
@@ -35,6 +36,7 @@ pub async fn create_label(
 #[utoipa::path(patch, path = "/api/v3/lead-labels/{label}", tag = "Leads", params(("label" = i64, Path)),
     request_body = LabelPatch,
     responses((status = 200, body = Success<LabelWithCount>), (status = 404, body = ErrorEnvelope),
+        (status = 409, body = ErrorEnvelope, description = "Another label has this name (any case); `errors` names `name`."),
         (status = 422, body = ErrorEnvelope, description = "invalid (in `reason`)"), Refusals),
     security(("bearer" = [])))]
 pub async fn update_label(

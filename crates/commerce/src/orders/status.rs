@@ -187,7 +187,8 @@ struct Filter {
 impl Filter {
     fn parse(query: &OrderFilter) -> Result<Self, Error> {
         let mut errors = kernel::error::FieldErrors::new();
-        let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+        // A filter sent empty is refused like any other value outside its type, as on every list.
+        let given = |v: &Option<String>| v.as_deref().map(str::trim).map(str::to_owned);
         let status = given(&query.status);
         let status = match status.as_deref().map(OrderStatus::parse) {
             Some(None) => {

@@ -38,7 +38,7 @@ async fn a_number_is_in_a_group_once() {
         world.service.create_contact(&caller, by_id(&group), input(json!({"PHONE": "0712345678"}))).await.expect("ok");
     let body = input(json!({"phone_number": "712 345 678", "name": "Twin"}));
     let error = world.service.create_contact(&caller, by_id(&group), body).await.expect_err("duplicate");
-    assert_eq!(error.kind, ErrorKind::Validation);
+    assert_eq!(error.kind, ErrorKind::Conflict, "a unique value taken");
     assert!(error.errors.contains_key("phone_number"), "named on the key it came from: {error:?}");
     assert_eq!(error.details.get("contact_uid"), Some(&json!(first.uid)));
 

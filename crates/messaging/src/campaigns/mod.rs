@@ -44,7 +44,7 @@ pub struct CampaignRequest {
     /// At most 160; defaults to the group's name.
     #[schema(max_length = 160)]
     pub name: Option<String>,
-    #[schema(max_length = 100)]
+    #[schema(schema_with = crate::send::schedule_time)]
     pub schedule_time: Option<String>,
 }
 
