@@ -181,8 +181,7 @@ pub fn add_rules(components: &mut utoipa::openapi::Components) {
     let coded = serde_json::json!([
         {"required": ["sku"], "properties": {"sku": {"type": "string"}}},
         {"required": ["retailer_id"], "properties": {"retailer_id": {
-            "type": "string", "maxLength": 100,
-            "pattern": r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+            "type": "string", "maxLength": 100, "pattern": kernel::schema::NOT_BLANK
         }}}
     ]);
     for row in ["NewLine", "LevelPush"] {

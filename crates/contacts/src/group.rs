@@ -143,7 +143,10 @@ impl ToSchema for FieldInput {}
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct NewGroup {
     /// Not blank; at most 191 characters.
-    #[schema(pattern = r"\S", max_length = 191)]
+    #[schema(
+        pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+        max_length = 191
+    )]
     pub name: String,
     /// Each `{key, label?, type?}`, or just the key as a string.
     #[serde(default)]
@@ -155,7 +158,10 @@ pub struct NewGroup {
 pub struct GroupPatch {
     /// Not blank; at most 191 characters; null keeps the name.
     #[serde(default)]
-    #[schema(pattern = r"\S", max_length = 191)]
+    #[schema(
+        pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+        max_length = 191
+    )]
     pub name: Option<String>,
     /// `active` or `inactive`; null keeps the status.
     #[serde(default)]

@@ -4,6 +4,11 @@
 //! handler reads stays the schema the description shows.
 
 use serde_json::Value;
+
+/// A text that is not blank once trimmed: one character `str::trim` keeps. The class is
+/// written out because `\S` differs at the edges (ECMA's `\s` has U+FEFF, not U+0085).
+/// Attributes need a literal: they write the same class.
+pub const NOT_BLANK: &str = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{Components, RefOr};
 

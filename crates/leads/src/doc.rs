@@ -19,7 +19,7 @@ const PHONE_OR_BLANK: &str = r"^(\+?[0-9]{6,20})?$";
 /// `#RRGGBB`.
 pub const COLOR_PATTERN: &str = "^#[0-9A-Fa-f]{6}$";
 /// A label name: 1 to 60 characters, not only spaces.
-const NAME_PATTERN: &str = r"\S";
+const NAME_PATTERN: &str = kernel::schema::NOT_BLANK;
 
 fn nullable(kind: Type) -> SchemaType {
     SchemaType::from_iter([kind, Type::Null])
@@ -220,7 +220,7 @@ pub fn identity_any_of() -> Value {
         string("phone", json!({"pattern": PHONE_PATTERN})),
         string("email", json!({"format": "email"})),
         {"required": ["conversation_id"], "properties": {"conversation_id": {"type": "integer"}}},
-        string("call_id", json!({"pattern": r"\S"})),
+        string("call_id", json!({"pattern": NAME_PATTERN})),
     ])
 }
 
@@ -228,7 +228,10 @@ pub fn identity_any_of() -> Value {
 pub fn reason_rule() -> [(&'static str, Value); 2] {
     [
         ("if", json!({"required": ["stage"], "properties": {"stage": {"enum": ["lost", "unqualified"]}}})),
-        ("then", json!({"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": r"\S"}}})),
+        (
+            "then",
+            json!({"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": NAME_PATTERN}}}),
+        ),
     ]
 }
 

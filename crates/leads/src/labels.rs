@@ -232,6 +232,10 @@ fn check_patch(patch: LabelPatch) -> Result<Checked, Error> {
 pub fn check_names(labels: Option<Vec<String>>) -> Result<Vec<String>, Error> {
     let refuse = |message: String| Err(Error::field("labels", message).with_reason("invalid"));
     let Some(labels) = labels else { return refuse("The labels field is required.".to_owned()) };
+    // the limit is on the list as sent, repeats included, as its `maxItems` counts it
+    if labels.len() > NAMES_MAX {
+        return refuse(format!("Send at most {NAMES_MAX} label names at once."));
+    }
     let mut names: Vec<String> = Vec::new();
     for raw in &labels {
         let name = raw.trim();
@@ -244,9 +248,6 @@ pub fn check_names(labels: Option<Vec<String>>) -> Result<Vec<String>, Error> {
     }
     if names.is_empty() {
         return refuse("Send at least one label name.".to_owned());
-    }
-    if names.len() > NAMES_MAX {
-        return refuse(format!("Send at most {NAMES_MAX} label names at once."));
     }
     Ok(names)
 }
@@ -663,5 +664,7 @@ mod tests {
         let many: Vec<String> = (0..=NAMES_MAX).map(|i| format!("l{i}")).collect();
         assert!(check_names(Some(many[..NAMES_MAX].to_vec())).is_ok());
         assert!(check_names(Some(many)).is_err());
+        let repeated = vec!["VIP".to_owned(); NAMES_MAX + 1];
+        assert!(check_names(Some(repeated)).is_err(), "repeats count");
     }
 }

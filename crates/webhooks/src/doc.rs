@@ -66,7 +66,7 @@ pub fn filter_names() -> Schema {
                 .schema_type(Type::String)
                 .min_length(Some(1))
                 .max_length(Some(191))
-                .pattern(Some(r"\S")),
+                .pattern(Some(kernel::schema::NOT_BLANK)),
         )
         .build()
         .into()

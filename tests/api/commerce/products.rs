@@ -231,6 +231,15 @@ async fn retailer_id_is_accepted_for_sku_in_bodies_and_returned_beside_it() {
     assert_eq!(read(&app, &acme.key, &sku_path(shop, "NEW-1")).await["retailer_id"], "NEW-1");
     let page = list(&app, &acme.key, shop, "").await;
     assert_eq!(page["items"][0]["retailer_id"], "NEW-1");
+
+    // Beside a winning `sku`, `retailer_id` is still held to its rules; lengths count the text
+    // as sent, spaces included.
+    for bad in [json!("R\u{84}"), json!("a/b"), json!(format!("{} R", " ".repeat(100)))] {
+        let body = json!({"sku": "NEW-1", "retailer_id": bad});
+        let res = app.put(&sku_path(shop, "NEW-1"), &acme.key, body).await;
+        assert_invalid(&res, "retailer_id");
+    }
+    assert_eq!(read(&app, &acme.key, &sku_path(shop, "NEW-1")).await["retailer_id"], "NEW-1", "nothing changed");
 }
 
 #[actix_web::test]

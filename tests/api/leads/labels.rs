@@ -166,6 +166,9 @@ async fn labels_go_on_and_off_a_lead_by_name_with_their_events() {
     assert_eq!(res.data()["refused"], json!([]));
     assert_eq!(names(res.data()["added"].as_array().expect("added")), ["Brand new"], "VIP was already on");
     assert_eq!(names(res.data()["lead"]["labels"].as_array().expect("labels")), ["Brand new", "VIP"]);
+    // At most 100 names as sent, repeats counted (the list's `maxItems`).
+    let res = app.post(&sub_path(&id, "labels"), &acme.key, json!({"labels": vec!["VIP"; 101]})).await;
+    assert_refused(&res, 422, "invalid");
     app.run_jobs().await;
 
     let res = remove_labels(&app, &editor, &id, json!(["VIP", "Hot"])).await;

@@ -34,10 +34,10 @@ use crate::{MessagingService, channels};
 pub struct CampaignRequest {
     /// Contact group ids or UUIDs separated by commas, semicolons or whitespace (at most 2,000);
     /// required, not blank.
-    #[schema(required = true, nullable = false, value_type = String, pattern = r"\S", max_length = 2000)]
+    #[schema(required = true, nullable = false, value_type = String, pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]", max_length = 2000)]
     pub contact_list_id: Option<String>,
     /// The text before personalization (at most 4,096); required, not blank.
-    #[schema(required = true, nullable = false, value_type = String, pattern = r"\S", max_length = 4096)]
+    #[schema(required = true, nullable = false, value_type = String, pattern = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]", max_length = 4096)]
     pub message: Option<String>,
     #[schema(max_length = 64)]
     pub sender_id: Option<String>,
