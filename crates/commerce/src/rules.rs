@@ -74,10 +74,6 @@ impl ComposeSchema for Whole {
 
 impl ToSchema for Whole {}
 
-/// The characters `str::trim` takes off (Unicode White_Space), as a pattern's class: `\s` of
-/// the schema's readers differs from it at the edges.
-pub const TRIMMED: &str = r"[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
-
 /// The schema of a whole number in `min..=max` (`min` at least 0) as [`Whole`] reads it: an
 /// integer in the range, or a string of one (spaces around it, a `+`, leading zeros; `-0` is 0).
 pub fn whole_in(min: i64, max: i64) -> RefOr<Schema> {
@@ -92,9 +88,10 @@ pub fn whole_in(min: i64, max: i64) -> RefOr<Schema> {
                 .maximum(Some(max)),
         )
         .item(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .pattern(Some(format!(r"^{TRIMMED}*(?:\+?0*(?:{digits}){zero}){TRIMMED}*$"))),
+            ObjectBuilder::new().schema_type(Type::String).pattern(Some(format!(
+                r"^{SPACE}*(?:\+?0*(?:{digits}){zero}){SPACE}*$",
+                SPACE = kernel::schema::SPACE
+            ))),
         )
         .into()
 }

@@ -5,12 +5,16 @@
 
 use serde_json::Value;
 
-/// A text that is not blank once trimmed: one character `str::trim` keeps. The class is
-/// written out because `\S` differs at the edges (ECMA's `\s` has U+FEFF, not U+0085).
-/// Attributes need a literal: they write the same class.
-pub const NOT_BLANK: &str = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{Components, RefOr};
+
+/// The characters `str::trim` takes off (Unicode White_Space), as a pattern's class. It is
+/// written out because ECMA's `\s` differs at the edges (it has U+FEFF, not U+0085).
+pub const SPACE: &str = r"[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+
+/// A text that is not blank once trimmed: one character `str::trim` keeps ([`SPACE`]'s
+/// complement). Attributes need a literal: they write the same class.
+pub const NOT_BLANK: &str = r"[^\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 
 /// Adds `rules` to the object schema named `component` (as its extensions, which utoipa
 /// writes flat beside the schema's own members). A name that is not an object component is a
@@ -22,4 +26,17 @@ pub fn add_rules(components: &mut Components, component: &str, rules: impl IntoI
             extensions.insert(key.to_owned(), value);
         }
     }
+}
+
+/// An RFC 3339 time, as a pattern without anchors. Days stop at 28 so that every value the
+/// pattern allows is a date.
+pub fn date_time() -> String {
+    let date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])";
+    format!(r"{date}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{{1,9}})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])")
+}
+
+/// A text a reader trims and takes empty as left out: `inner` (a pattern without anchors),
+/// spaces around allowed.
+pub fn trimmed(inner: &str) -> String {
+    format!("^{SPACE}*({inner})?{SPACE}*$")
 }

@@ -21,6 +21,8 @@ use crate::service::LeadService;
 pub const PER_PAGE: i64 = 20;
 
 /// The filters of `GET /leads`; lists are comma-separated. Spaces around a value are ignored.
+/// The patterns are written out (a parameter built by `schema_with` loses its description):
+/// each is `kernel::schema::trimmed` of its values.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeadFilter {

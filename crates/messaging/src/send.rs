@@ -35,9 +35,6 @@ pub const MAX_RECIPIENTS: usize = 10_000;
 pub const NUMBERS_PATTERN: &str = r"^[\s,;]*(\+?[0-9]{6,20}([\s,;]+\+?[0-9]{6,20})*)?[\s,;]*$";
 /// `plain`, `text` or `sms` in any case, spaces around trimmed; empty is the default.
 /// (`chat` is refused while no chat account exists.)
-/// `schedule_time`: an RFC 3339 time (the ISO 8601 form with an offset or `Z`), spaces around
-/// trimmed; empty is none. Days stop at 28 so that every value the pattern allows is a date.
-pub const SCHEDULE_PATTERN: &str = r"^[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))?[\t\n\x0B\x0C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$";
 pub const MESSAGE_TYPE_PATTERN: &str = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss])?\s*$";
 
 /// The SMS send body. `tenant_channel_id` and unknown members are ignored.
@@ -79,7 +76,7 @@ pub(crate) fn schedule_time() -> Schema {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
         .max_length(Some(100))
-        .pattern(Some(SCHEDULE_PATTERN))
+        .pattern(Some(kernel::schema::trimmed(&kernel::schema::date_time())))
         .description(Some("ISO 8601 with an offset or `Z`; a future time queues the sending until then."))
         .into()
 }
