@@ -7,6 +7,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 
+use kernel::page::PageQuery;
 use kernel::phone::{ContactPhone, PhoneError};
 use kernel::{Error, PageRequest};
 
@@ -174,28 +175,28 @@ pub struct ListBody {
 }
 
 impl ListBody {
-    /// The filters, each from the body when sent there, else from the query.
-    pub fn filter_over(&self, query: &ContactFilter) -> ContactFilter {
-        let pick = |body: &Option<QueryValue>, query: &Option<String>| {
-            body.as_ref().map(|s| s.0.clone()).or_else(|| query.clone())
+    /// The filters and paging of the original list: each member from the body when sent there
+    /// (an empty paging member is left out, as a form posts it), else from the query. The query
+    /// is read whole even where the body wins over it: a bad value is refused, not hidden.
+    pub fn read(&self, query: &ContactFilter, paging: &PageQuery) -> Result<(ListQuery, PageRequest), Error> {
+        query.parse()?;
+        PageRequest::parse(paging, DEFAULT_PER_PAGE)?;
+        let over = |body: &Option<QueryValue>, query: &Option<String>, empty_counts: bool| {
+            body.as_ref()
+                .map(|v| v.0.clone())
+                .filter(|v| empty_counts || !v.trim().is_empty())
+                .or_else(|| query.clone())
         };
-        ContactFilter {
-            search: pick(&self.search, &query.search),
-            subscribed: pick(&self.subscribed, &query.subscribed),
-        }
-    }
-
-    /// The paging, each member from the body when sent there, else from the query. An empty
-    /// member of the body is left out, as its schema says (a form posts its empty fields).
-    pub fn page_over(&self, query: &kernel::page::PageQuery) -> kernel::page::PageQuery {
-        let pick = |body: &Option<QueryValue>, query: &Option<String>| {
-            body.as_ref().map(|s| s.0.clone()).filter(|s| !s.trim().is_empty()).or_else(|| query.clone())
+        let filter = ContactFilter {
+            search: over(&self.search, &query.search, true),
+            subscribed: over(&self.subscribed, &query.subscribed, true),
         };
-        kernel::page::PageQuery {
-            page: pick(&self.page, &query.page),
-            limit: pick(&self.limit, &query.limit),
-            per_page: pick(&self.per_page, &query.per_page),
-        }
+        let paging = PageQuery {
+            page: over(&self.page, &paging.page, false),
+            limit: over(&self.limit, &paging.limit, false),
+            per_page: over(&self.per_page, &paging.per_page, false),
+        };
+        Ok((filter.parse()?, PageRequest::parse(&paging, DEFAULT_PER_PAGE)?))
     }
 }
 

@@ -372,6 +372,9 @@ async fn a_range_may_be_a_json_object_or_from_and_to_and_a_bad_one_is_refused() 
         vec![("from", "soon"), ("to", "later")],
         vec![("from", "")],
         vec![("to", "")],
+        // a range wins over from/to, which are still checked
+        vec![("range", "today"), ("from", "soon")],
+        vec![("range", "today"), ("to", "later")],
     ] {
         let res = app.get(&overview_path(crm.group, &query), key).await;
         if res.status != 422 || res.body["code"] != "validation_error" {

@@ -207,13 +207,8 @@ pub async fn original_list(
     page: web::Query<PageQuery>,
     body: Json<ListBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0;
-    // the query is read whole even where the body wins over it: a bad value is refused, not hidden
-    filter.parse()?;
-    PageRequest::parse(&page, contacts::contact::DEFAULT_PER_PAGE)?;
-    let filter = body.filter_over(&filter);
-    let page = PageRequest::parse(&body.page_over(&page), contacts::contact::DEFAULT_PER_PAGE)?;
-    Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter.parse()?, page).await?))
+    let (filter, page) = body.0.read(&filter, &page)?;
+    Ok(ok(state.contacts.list_contacts(&auth.0, group(&path)?, filter, page).await?))
 }
 
 /// Original create: `POST /contacts/{group_id}/store`.
