@@ -7,6 +7,7 @@ mod commerce;
 mod contacts;
 mod contacts_original;
 mod data;
+mod faults;
 mod framework;
 mod leads;
 mod openapi;

@@ -131,7 +131,7 @@ async fn build_with(
     let worker = Worker::new(pool.clone(), clock.clone(), services.job_registry(), WorkerConfig::default());
     let deliverer = webhooks::Deliverer::new(services.webhooks.clone());
     let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, services.clone()).expect("state"));
-    let service = test::init_service(gateway::app(state, 4 * 1024 * 1024)).await;
+    let service = test::init_service(gateway::app(state, gateway::config::HttpLimits::default())).await;
     TestApp { db, pool, clock, services, settings, worker, deliverer, service }
 }
 
@@ -283,6 +283,28 @@ where
         let permissions: Permissions = accounts::users::parse_permissions(permissions).expect("permissions");
         accounts::users::set_permissions(&mut conn, user, &permissions).await.expect("set permissions");
     }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Rows {
+    #[diesel(sql_type = diesel::sql_types::Jsonb)]
+    rows: Value,
+}
+
+/// The rows of a query the API has no route for, each as a JSON object.
+pub async fn sql_rows(pool: &store::Pool, sql: &str) -> Vec<Value> {
+    use diesel_async::RunQueryDsl;
+    let mut conn = store::connect(pool).await.expect("connection");
+    let query = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) AS rows FROM ({sql}) t");
+    let found: Rows = diesel::sql_query(query).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    found.rows.as_array().cloned().unwrap_or_default()
+}
+
+/// A statement the API has no route for.
+pub async fn sql_exec(pool: &store::Pool, sql: &str) {
+    use diesel_async::RunQueryDsl;
+    let mut conn = store::connect(pool).await.expect("connection");
+    diesel::sql_query(sql).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// Polls every future on this thread until all are done (the tests crate has no futures crate).

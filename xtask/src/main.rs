@@ -5,7 +5,6 @@
 mod bench;
 mod ci;
 mod fuzz;
-mod pg;
 mod process;
 mod run;
 mod test;
@@ -16,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+/// The local PostgreSQL clusters (dev, test, bench).
+use pg_cluster as pg;
 
 use crate::process::Interrupts;
 

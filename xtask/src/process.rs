@@ -76,14 +76,7 @@ impl Interrupts {
     }
 }
 
-/// `program arg arg`, for messages.
-pub fn describe(cmd: &std::process::Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|part| part.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use pg_cluster::describe;
 
 /// Err naming `what` unless the child succeeded.
 pub fn require_success(status: ExitStatus, what: &str) -> Result<()> {

@@ -28,7 +28,7 @@ pub struct Config {
     pub worker_concurrency: usize,
     pub run_migrations: bool,
     pub http_workers: usize,
-    pub max_body_bytes: usize,
+    pub http: HttpLimits,
     /// How long a worker's claim on a job holds without a heartbeat renewing it (three beats
     /// per lease); also how long a process's heartbeat may be missing before it counts as dead
     /// (its `processing` messages fail then, as "outcome unknown").
@@ -40,6 +40,28 @@ pub struct Config {
     pub sandbox: providers::SandboxConfig,
     pub messaging: messaging::MessagingConfig,
     pub webhooks: webhooks::WebhooksConfig,
+}
+
+/// What one HTTP request may take: its body's size, and its time once its head arrived (the
+/// head itself has `client_header_timeout`, enforced by the server before any handler).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    pub max_body_bytes: usize,
+    /// The request line and headers must arrive within this, else 408 and the connection closes.
+    pub client_header_timeout: std::time::Duration,
+    /// Reading the body and answering must end within this: a body still arriving is a 408, a
+    /// handler still working a 503 to try again; either way the connection closes.
+    pub request_timeout: std::time::Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 * 1024 * 1024,
+            client_header_timeout: std::time::Duration::from_secs(5),
+            request_timeout: std::time::Duration::from_secs(30),
+        }
+    }
 }
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:54329/svc";
@@ -80,7 +102,7 @@ impl Config {
             worker_concurrency: parsed("SVC_WORKER_CONCURRENCY", 8)?,
             run_migrations: parsed("SVC_RUN_MIGRATIONS", true)?,
             http_workers: parsed("SVC_HTTP_WORKERS", cpus)?,
-            max_body_bytes: parsed("SVC_MAX_BODY_BYTES", 4 * 1024 * 1024)?,
+            http: http_limits()?,
             job_lease,
             public_url: var("SVC_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}")),
             provider_timeout: millis("SVC_PROVIDER_TIMEOUT_MS", 10_000)?,
@@ -92,6 +114,18 @@ impl Config {
             webhooks: webhooks_config(job_lease)?,
         })
     }
+}
+
+fn http_limits() -> Result<HttpLimits, String> {
+    let defaults = HttpLimits::default();
+    Ok(HttpLimits {
+        max_body_bytes: parsed("SVC_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+        client_header_timeout: millis(
+            "SVC_CLIENT_HEADER_TIMEOUT_MS",
+            defaults.client_header_timeout.as_millis() as u64,
+        )?,
+        request_timeout: millis("SVC_REQUEST_TIMEOUT_MS", defaults.request_timeout.as_millis() as u64)?,
+    })
 }
 
 fn millis(name: &str, default: u64) -> Result<std::time::Duration, String> {

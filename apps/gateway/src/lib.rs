@@ -99,7 +99,7 @@ impl AppState {
 /// The whole HTTP application: used by `serve` and by the black-box tests alike.
 pub fn app(
     state: web::Data<AppState>,
-    max_body_bytes: usize,
+    limits: config::HttpLimits,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -111,7 +111,8 @@ pub fn app(
 > {
     App::new()
         .app_data(state)
-        .app_data(web::PayloadConfig::new(max_body_bytes))
+        .app_data(web::PayloadConfig::new(limits.max_body_bytes))
+        .app_data(limits)
         .app_data(web::QueryConfig::default().error_handler(http::json::query_error))
         .wrap(actix_web::middleware::from_fn(http::middleware::observe))
         // resources, not `App::route`s: another method on these paths is a 405 naming GET

@@ -80,9 +80,11 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let services = Services::new(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
     let (stop, worker) = start_worker(&config, process, pool.clone(), clock.clone(), &services).await?;
     let state = web::Data::new(AppState::new(pool, clock, limiter, services).map_err(|e| e.message.clone())?);
-    let max_body = config.max_body_bytes;
-    let server = HttpServer::new(move || app(state.clone(), max_body))
+    let limits = config.http;
+    let server = HttpServer::new(move || app(state.clone(), limits))
         .workers(config.http_workers)
+        // a head that trickles is cut off with 408 (a body that does: `observe`)
+        .client_request_timeout(limits.client_header_timeout)
         .bind(config.addr)
         .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?
         .run();

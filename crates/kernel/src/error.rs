@@ -134,6 +134,15 @@ impl Error {
         Self::new(ErrorKind::Internal, message)
     }
 
+    /// A 503: the database (or another part the service cannot work without) is out of reach
+    /// for now. The cause is logged here; the caller is told to try again shortly, with
+    /// `retry_after_seconds` (and a `Retry-After` header).
+    pub fn unavailable(cause: impl std::fmt::Display) -> Self {
+        tracing::warn!(%cause, "unavailable");
+        Self::new(ErrorKind::Unavailable, "The service is briefly unavailable; try again in a few seconds.")
+            .with_detail(RETRY_AFTER, RETRY_AFTER_SECONDS)
+    }
+
     pub fn with_field(mut self, field: impl Into<String>, message: impl Into<String>) -> Self {
         self.errors.entry(field.into()).or_default().push(message.into());
         self
@@ -185,13 +194,70 @@ impl FieldErrors {
     }
 }
 
+/// The detail a 503 carries: seconds until trying again is worth it (also `Retry-After`).
+pub const RETRY_AFTER: &str = "retry_after_seconds";
+const RETRY_AFTER_SECONDS: u64 = 2;
+
 /// Database failures are internal unless a domain matched them first (a unique violation it
-/// expected, a row it looked up); `NotFound` keeps its meaning.
+/// expected, a row it looked up); `NotFound` keeps its meaning, and a database that went away
+/// (stopped, restarting, the connection cut) is a 503 to try again, not a bug.
 impl From<diesel::result::Error> for Error {
     fn from(error: diesel::result::Error) -> Self {
+        use diesel::result::{DatabaseErrorKind, Error as Diesel};
         match error {
-            diesel::result::Error::NotFound => Self::new(ErrorKind::NotFound, "Not found."),
+            Diesel::NotFound => Self::new(ErrorKind::NotFound, "Not found."),
+            Diesel::DatabaseError(DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand, _) => {
+                Self::unavailable(format!("database: {error}"))
+            }
+            Diesel::DatabaseError(_, ref info) if is_going_away(info.message()) => {
+                Self::unavailable(format!("database: {error}"))
+            }
             other => Self::internal(format!("database: {other}")),
         }
+    }
+}
+
+/// PostgreSQL's messages for a server that is stopping, starting or recovering (SQLSTATE class
+/// 57P and 08; diesel does not pass the code on, so the server's own words are matched).
+fn is_going_away(message: &str) -> bool {
+    const GOING_AWAY: [&str; 6] = [
+        "terminating connection due to administrator command",
+        "terminating connection because of crash of another server process",
+        "the database system is shutting down",
+        "the database system is starting up",
+        "the database system is in recovery mode",
+        "the database system is not yet accepting connections",
+    ];
+    GOING_AWAY.iter().any(|words| message.starts_with(words))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::result::{DatabaseErrorKind, Error as Diesel};
+
+    fn database(kind: DatabaseErrorKind, message: &str) -> Error {
+        Diesel::DatabaseError(kind, Box::new(message.to_owned())).into()
+    }
+
+    #[test]
+    fn a_database_that_went_away_is_a_503_to_retry() {
+        for error in [
+            database(DatabaseErrorKind::UnableToSendCommand, "connection closed"),
+            database(DatabaseErrorKind::ClosedConnection, "server closed the connection unexpectedly"),
+            database(DatabaseErrorKind::Unknown, "terminating connection due to administrator command"),
+            database(DatabaseErrorKind::Unknown, "the database system is starting up"),
+        ] {
+            assert_eq!(error.kind, ErrorKind::Unavailable, "{error}");
+            assert_eq!(error.details[RETRY_AFTER], 2);
+            assert!(!error.message.contains("connection"), "the cause stays in the log: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn other_database_failures_stay_internal() {
+        let error = database(DatabaseErrorKind::Unknown, "column \"x\" does not exist");
+        assert_eq!(error.kind, ErrorKind::Internal);
+        assert_eq!(Error::from(Diesel::NotFound).kind, ErrorKind::NotFound);
     }
 }

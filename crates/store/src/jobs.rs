@@ -338,15 +338,24 @@ impl Worker {
                 },
                 None => Err(JobError(format!("no handler for job {}", job.name))),
             };
-            if let Err(error) = self.finish(job.id, job.attempts, outcome).await {
-                tracing::error!(%error, job = job.id, "recording the job outcome failed");
-            }
+            self.record(job.id, job.attempts, outcome).await;
         }
         .instrument(span)
         .await
     }
 
-    async fn finish(&self, id: i64, attempt: i32, outcome: Result<(), JobError>) -> Result<(), Error> {
+    /// Records a job's outcome. While the database is away the outcome waits here (the job still
+    /// counts as running, so its lease is renewed once beats get through): when the database is
+    /// back, the job is done or retried on its schedule at once instead of waiting out its lease
+    /// and running again.
+    async fn record(&self, id: i64, attempt: i32, outcome: Result<(), JobError>) {
+        let lease = self.inner.config.lease.unsigned_abs();
+        if let Err(error) = crate::persist(lease, || self.finish(id, attempt, &outcome)).await {
+            tracing::error!(%error, job = id, "recording the job outcome failed; it runs again after its lease");
+        }
+    }
+
+    async fn finish(&self, id: i64, attempt: i32, outcome: &Result<(), JobError>) -> Result<(), Error> {
         let inner = &self.inner;
         let mut conn = crate::connect(&inner.pool).await?;
         // `locked_by` guards against a worker whose lease expired and was taken over.
@@ -369,7 +378,7 @@ impl Worker {
                 .bind::<BigInt, _>(id)
                 .bind::<SqlUuid, _>(inner.id)
                 .bind::<Timestamptz, _>(inner.clock.now() + jittered_backoff(attempt, random_unit()))
-                .bind::<Text, _>(message)
+                .bind::<Text, _>(message.as_str())
                 .execute(&mut conn)
                 .await?;
             }

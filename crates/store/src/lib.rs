@@ -10,29 +10,69 @@ pub mod testing;
 pub mod workers;
 
 use diesel_async::AsyncPgConnection;
-use diesel_async::pooled_connection::deadpool;
+use diesel_async::pooled_connection::deadpool as diesel_deadpool;
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod};
 
 /// One connection; domain services take `&mut Conn` so callers choose the transaction.
 pub type Conn = AsyncPgConnection;
-pub type Pool = deadpool::Pool<AsyncPgConnection>;
-pub type PooledConn = deadpool::Object<AsyncPgConnection>;
+pub type Pool = diesel_deadpool::Pool<AsyncPgConnection>;
+pub type PooledConn = diesel_deadpool::Object<AsyncPgConnection>;
+
+/// How long a caller waits for a pooled connection, for a new one to open, and for a returned
+/// one to be checked: past these the database counts as unavailable (a 503), never a hang.
+const WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const CREATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const RECYCLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Builds a pool of at most `max_size` connections; connections open lazily.
 ///
 /// Connections are handed out without a `SELECT 1` check: that check doubled the round trips
-/// of a short request, and a connection that did break fails its one query with an internal
-/// error and is dropped from the pool.
+/// of a short request. A connection the server closed (a restart) is seen as closed and dropped
+/// when it comes back to the pool; one that breaks under a query fails that query with a 503.
 pub fn pool(database_url: &str, max_size: usize) -> Result<Pool, kernel::Error> {
     let mut config = ManagerConfig::default();
     config.recycling_method = RecyclingMethod::Fast;
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(database_url, config);
-    Pool::builder(manager).max_size(max_size).build().map_err(|e| kernel::Error::internal(format!("pool: {e}")))
+    Pool::builder(manager)
+        .max_size(max_size)
+        .runtime(deadpool::Runtime::Tokio1)
+        .wait_timeout(Some(WAIT_TIMEOUT))
+        .create_timeout(Some(CREATE_TIMEOUT))
+        .recycle_timeout(Some(RECYCLE_TIMEOUT))
+        .build()
+        .map_err(|e| kernel::Error::internal(format!("pool: {e}")))
 }
 
-/// Takes a connection from the pool; failing to get one is an internal error.
+/// Takes a connection from the pool. A database that cannot be reached or does not hand out a
+/// connection in time is unavailable (a 503), not a bug.
 pub async fn connect(pool: &Pool) -> Result<PooledConn, kernel::Error> {
-    pool.get().await.map_err(|e| kernel::Error::internal(format!("pool: {e}")))
+    use deadpool::managed::PoolError;
+    pool.get().await.map_err(|e| match e {
+        PoolError::Timeout(_) | PoolError::Backend(_) => kernel::Error::unavailable(format!("pool: {e}")),
+        other => kernel::Error::internal(format!("pool: {other}")),
+    })
+}
+
+/// Runs `write` until it succeeds or `for_up_to` has passed, pausing between tries (250 ms,
+/// doubling up to 2 s): how a worker keeps an outcome it could not record while the database
+/// was away, so the work resumes as soon as the database is back rather than after a lease.
+pub async fn persist<T, F, Fut>(for_up_to: std::time::Duration, mut write: F) -> Result<T, kernel::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kernel::Error>>,
+{
+    let give_up = tokio::time::Instant::now() + for_up_to;
+    let mut pause = std::time::Duration::from_millis(250);
+    loop {
+        match write().await {
+            Err(error) if tokio::time::Instant::now() + pause < give_up => {
+                tracing::warn!(%error, "recording failed; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(2));
+            }
+            done => return done,
+        }
+    }
 }
 
 /// The 32-byte secret this database keeps under `name` (made on first use, the same for every

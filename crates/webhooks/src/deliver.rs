@@ -397,18 +397,24 @@ impl Deliverer {
     /// Records what a batch of attempts came to, in one transaction: the attempts' log, each
     /// delivery's next state, the receivers' failure counts, and any pause they cause. Claims
     /// given back unmade are released.
+    ///
+    /// While the database is away the batch waits here, still held (so renewed once renewals
+    /// get through), and is written as soon as it is back; only after a lease does it give up,
+    /// and the deliveries come back with their claims.
     async fn record(&self, finished: Vec<Finished>) -> Result<(), Error> {
-        {
-            // recorded or not, no longer renewed: a failed record comes back after the lease
-            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-            for done in &finished {
-                held.remove(&done.id);
-            }
-        }
         for done in &finished {
             self.ungate(done.webhook_id);
         }
-        let (finished, unmade): (Vec<_>, Vec<_>) = finished.into_iter().partition(|f| f.outcome.is_some());
+        let written = store::persist(self.service.config.lease.unsigned_abs(), || self.write(&finished)).await;
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for done in &finished {
+            held.remove(&done.id);
+        }
+        written
+    }
+
+    async fn write(&self, finished: &[Finished]) -> Result<(), Error> {
+        let (finished, unmade): (Vec<&Finished>, Vec<&Finished>) = finished.iter().partition(|f| f.outcome.is_some());
         let service = &self.service;
         let mut conn = service.conn().await?;
         if !unmade.is_empty() {

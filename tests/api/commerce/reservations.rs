@@ -446,7 +446,7 @@ mod over_http {
             )
             .expect("state"),
         );
-        let server = HttpServer::new(move || gateway::app(state.clone(), 4 * 1024 * 1024))
+        let server = HttpServer::new(move || gateway::app(state.clone(), gateway::config::HttpLimits::default()))
             .workers(4)
             .disable_signals()
             .shutdown_timeout(1)

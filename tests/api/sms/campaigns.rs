@@ -5,7 +5,7 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
-use api_tests::{Resp, TestApp, json, spawn, spawn_with_messaging};
+use api_tests::{Resp, TestApp, json, spawn, spawn_with_messaging, sql_exec, sql_rows};
 use diesel::QueryableByName;
 use diesel::sql_types::Jsonb;
 use diesel_async::RunQueryDsl;
@@ -207,26 +207,6 @@ where
 {
     let res = app.post(BLACKLIST, key, json!({"numbers": numbers, "reason": "asked"})).await;
     assert_status(&res, 201);
-}
-
-#[derive(QueryableByName)]
-struct Rows {
-    #[diesel(sql_type = Jsonb)]
-    rows: Value,
-}
-
-/// The rows of a query as JSON objects (what HTTP does not show: contact ids, ledger, events).
-pub(super) async fn sql_rows(pool: &store::Pool, sql: &str) -> Vec<Value> {
-    let mut conn = store::connect(pool).await.expect("connection");
-    let query = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) AS rows FROM ({sql}) t");
-    let found: Rows = diesel::sql_query(query).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    found.rows.as_array().cloned().unwrap_or_default()
-}
-
-/// A statement the API has no route for.
-pub(super) async fn sql_exec(pool: &store::Pool, sql: &str) {
-    let mut conn = store::connect(pool).await.expect("connection");
-    diesel::sql_query(sql).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// The tenant's `campaign.*` events: `(name, payload)`, oldest first.

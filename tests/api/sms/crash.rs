@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use api_tests::{Account, json, spawn};
+use api_tests::{Account, json, spawn, sql_rows};
 use messaging::channels::{NewChannel, NewSender};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::campaigns::{CAMPAIGN, sql_rows};
+use super::campaigns::CAMPAIGN;
 use crate::process::{Gateway, gateway_bin, log_path};
 
 const PRICE: i64 = 100;

@@ -55,6 +55,12 @@ pub async fn authenticate_request(
             req.extensions_mut().insert(caller);
             Ok(next.call(req).await?.map_into_boxed_body())
         }
+        // Refusals of the key are v3's on every route; a database out of reach is the route
+        // family's (the data routes' `temporary_failure`).
+        Err(error) if error.kind == ErrorKind::Unavailable => {
+            let refusal = super::data::refusal(req.path(), error);
+            Ok(req.error_response(refusal))
+        }
         Err(error) => Ok(req.error_response(ApiError(error))),
     }
 }

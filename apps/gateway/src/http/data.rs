@@ -4,7 +4,6 @@
 //! unknown routes and wrong methods keep the v3 envelope.
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::RETRY_AFTER;
 use actix_web::{HttpResponse, ResponseError};
 use kernel::{Error, ErrorKind};
 use serde::Serialize;
@@ -86,9 +85,7 @@ impl ResponseError for DataError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status_code());
-        if let Some(seconds) = self.0.details.get("retry_after_seconds") {
-            response.insert_header((RETRY_AFTER, seconds.to_string()));
-        }
+        super::envelope::with_retry_after(&mut response, &self.0);
         response.json(error_body(&self.0))
     }
 }

@@ -94,7 +94,16 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status_code()).json(error_body(&self.0))
+        let mut response = HttpResponse::build(self.status_code());
+        with_retry_after(&mut response, &self.0);
+        response.json(error_body(&self.0))
+    }
+}
+
+/// `Retry-After` from the error's `retry_after_seconds` (a 503, a refusal to wait out).
+pub fn with_retry_after(response: &mut actix_web::HttpResponseBuilder, error: &Error) {
+    if let Some(seconds) = error.details.get(kernel::error::RETRY_AFTER) {
+        response.insert_header((actix_web::http::header::RETRY_AFTER, seconds.to_string()));
     }
 }
 

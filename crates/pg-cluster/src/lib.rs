@@ -1,4 +1,6 @@
-//! A local PostgreSQL cluster in a folder under target/, run from the system's server binaries.
+//! A local PostgreSQL cluster in a folder of its own, run from the system's server binaries:
+//! `cargo xtask` keeps its dev, test and bench clusters under target/, and a test that must stop
+//! the database under a running gateway (the outage test) owns one too.
 
 use std::env;
 use std::fs;
@@ -10,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls};
 
-use crate::Result;
-use crate::process::describe;
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// The throwaway test cluster dies with the run, so durability is switched off for speed.
 pub const TEST_SETTINGS: &[&str] =
@@ -335,6 +336,15 @@ fn make_parents_traversable(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A command as a shell would show it (in messages).
+pub fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|part| part.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Runs a short command, collecting its output; Err carries what it printed.
