@@ -3,3 +3,4 @@
 //! over real sockets on 127.0.0.1, since timeouts live in the server, not in the app.
 
 mod outage;
+mod slow_clients;

@@ -6,8 +6,6 @@
 use actix_web::body::MessageBody;
 use actix_web::dev::{Service, ServiceResponse};
 use api_tests::{Resp, TestApp, json, spawn, spawn_with_messaging, sql_exec, sql_rows};
-use diesel::QueryableByName;
-use diesel::sql_types::Jsonb;
 use diesel_async::RunQueryDsl;
 use gateway::cli::admin::{AdminCommand, WalletCommand};
 use kernel::TenantId;
