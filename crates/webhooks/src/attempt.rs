@@ -193,7 +193,11 @@ pub async fn send(
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| parse_retry_after(v, now));
-            let excerpt = guard::read_excerpt(response, excerpt_limit).await;
+            let excerpt = match guard::read_excerpt(response, excerpt_limit).await {
+                Ok(excerpt) => excerpt,
+                // a receiver that trickles its answer has not answered in time
+                Err(_) => return failed(format!("timed out reading the answer (HTTP {status})"), false),
+            };
             Outcome {
                 status: Some(status),
                 duration_ms: elapsed(started),

@@ -393,8 +393,9 @@ pub fn client(policy: Policy, timeout: Duration) -> Result<reqwest::Client, Stri
 }
 
 /// At most `limit` bytes of the body, read chunk by chunk and stopping as soon as it has them;
-/// invalid UTF-8 is replaced, a character cut at the limit dropped.
-pub async fn read_excerpt(mut response: reqwest::Response, limit: usize) -> String {
+/// invalid UTF-8 is replaced, a character cut at the limit dropped. A body that trickles past
+/// the client's timeout is that timeout (`Err`); one cut off otherwise is what arrived.
+pub async fn read_excerpt(mut response: reqwest::Response, limit: usize) -> Result<String, reqwest::Error> {
     let mut buf = Vec::with_capacity(limit.min(16 * 1024));
     while buf.len() < limit {
         match response.chunk().await {
@@ -402,6 +403,7 @@ pub async fn read_excerpt(mut response: reqwest::Response, limit: usize) -> Stri
                 let take = chunk.len().min(limit - buf.len());
                 buf.extend_from_slice(&chunk[..take]);
             }
+            Err(error) if error.is_timeout() => return Err(error),
             Ok(None) | Err(_) => break,
         }
     }
@@ -410,7 +412,7 @@ pub async fn read_excerpt(mut response: reqwest::Response, limit: usize) -> Stri
     {
         buf.truncate(e.valid_up_to());
     }
-    String::from_utf8_lossy(&buf).into_owned()
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 #[cfg(test)]

@@ -359,7 +359,7 @@ async fn a_name_for_loopback_connects_when_loopback_is_allowed() {
     let client = client(LOOPBACK, Duration::from_secs(5)).expect("client");
     let response = client.get(format!("http://localhost:{port}/")).send().await.expect("connects");
     assert_eq!(response.status(), 200);
-    assert_eq!(read_excerpt(response, 100).await, "ok");
+    assert_eq!(read_excerpt(response, 100).await.expect("read"), "ok");
     server.await.expect("server");
 }
 
@@ -416,7 +416,27 @@ async fn read_excerpt_stops_at_the_limit_of_an_endless_body() {
     let response = client.get(format!("http://127.0.0.1:{port}/")).send().await.expect("answer");
     let excerpt =
         tokio::time::timeout(Duration::from_secs(5), read_excerpt(response, 10_000)).await.expect("stops early");
-    assert_eq!(excerpt.len(), 10_000);
+    assert_eq!(excerpt.expect("read").len(), 10_000);
+}
+
+#[tokio::test]
+async fn read_excerpt_of_a_trickled_body_is_the_timeout() {
+    // A receiver that sends its head, then a byte every 200 ms: the attempt's timeout ends it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let Ok((mut stream, _)) = listener.accept().await else { return };
+        let mut request = [0_u8; 4096];
+        let _ = stream.read(&mut request).await;
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n").await;
+        while stream.write_all(b"a").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let client = client(LOOPBACK, Duration::from_millis(800)).expect("client");
+    let response = client.get(format!("http://127.0.0.1:{port}/")).send().await.expect("answer");
+    let read = tokio::time::timeout(Duration::from_secs(5), read_excerpt(response, 10_000)).await.expect("bounded");
+    assert!(read.is_err_and(|e| e.is_timeout()));
 }
 
 #[tokio::test]
@@ -429,7 +449,7 @@ async fn read_excerpt_drops_a_character_cut_at_the_limit() {
     );
     let client = client(LOOPBACK, Duration::from_secs(5)).expect("client");
     let response = client.get(format!("http://127.0.0.1:{port}/")).send().await.expect("answer");
-    assert_eq!(read_excerpt(response, 2).await, "h");
+    assert_eq!(read_excerpt(response, 2).await.expect("read"), "h");
     server.await.expect("server");
 }
 
