@@ -319,29 +319,19 @@ impl MessagingService {
             .await
     }
 
-    /// What the provider said is known only here: a failing write is tried again a few times
-    /// before the messages are left to the stale sweep (failed as "outcome unknown").
+    /// What the provider said is known only here: a failing write (the database away) is tried
+    /// again for up to a lease, so the answers are recorded as soon as it is back; only then
+    /// are the messages left to the stale sweep (failed as "outcome unknown").
     async fn record_with_retries(
         &self,
         channel: &Channel,
         results: Vec<(Message, Answer)>,
     ) -> Result<Vec<Message>, Error> {
-        let mut attempt = 1;
-        loop {
-            let outcome = async {
-                let mut conn = self.conn().await?;
-                self.record(&mut conn, channel, results.clone()).await
-            }
-            .await;
-            match outcome {
-                Err(error) if attempt < 3 => {
-                    tracing::warn!(%error, attempt, "recording provider answers failed; trying again");
-                    tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        store::persist(self.config.dead_after, || async {
+            let mut conn = self.conn().await?;
+            self.record(&mut conn, channel, results.clone()).await
+        })
+        .await
     }
 
     /// Writes the provider's answers: `sent` or `failed` (refunded), their events, campaign
