@@ -13,6 +13,7 @@ mod leads;
 mod openapi;
 mod process;
 mod rate_limit;
+mod scale_out;
 mod smoke;
 mod sms;
 mod webhooks;

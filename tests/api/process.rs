@@ -40,13 +40,39 @@ impl Gateway {
     /// Starts `gateway serve` on the test's database with `settings` (environment variables)
     /// and waits until `/ready` answers 200.
     pub async fn start(bin: &str, database_url: &str, run: u32, settings: &[(&str, &str)]) -> Self {
+        let mut gateway = Self::spawn(bin, "serve", database_url, run, settings);
+        gateway.wait_ready().await;
+        gateway
+    }
+
+    /// Starts `gateway worker` (no HTTP; `url` names nothing) and waits until its heartbeat
+    /// row is written, so it claims work from then on.
+    pub async fn worker(bin: &str, database_url: &str, run: u32, settings: &[(&str, &str)]) -> Self {
+        let mut worker = Self::spawn(bin, "worker", database_url, run, settings);
+        let pid = worker.child.id().expect("a running worker");
+        let pool = store::pool(database_url, 1).expect("pool");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = worker.child.try_wait() {
+                panic!("the worker exited ({status}); log:\n{}", worker.logs());
+            }
+            let sql = format!("SELECT 1 AS n FROM workers WHERE pid = {pid}");
+            if !api_tests::sql_rows(&pool, &sql).await.is_empty() {
+                return worker;
+            }
+            assert!(Instant::now() < deadline, "the worker never beat; log:\n{}", worker.logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn spawn(bin: &str, role: &str, database_url: &str, run: u32, settings: &[(&str, &str)]) -> Self {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let log = log_path(run);
         let file = std::fs::File::create(&log).expect("log file");
         let mut command = Command::new(bin);
         command
-            .arg("serve")
+            .arg(role)
             .env("DATABASE_URL", database_url)
             .env("SVC_ADDR", &addr)
             .env("SVC_PUBLIC_URL", format!("http://{addr}"))
@@ -67,10 +93,8 @@ impl Gateway {
             .stderr(Stdio::from(file))
             .kill_on_drop(true)
             .spawn()
-            .unwrap_or_else(|e| panic!("starting {bin} serve: {e}"));
-        let mut gateway = Self { child, url: format!("http://{addr}"), log };
-        gateway.wait_ready().await;
-        gateway
+            .unwrap_or_else(|e| panic!("starting {bin} {role}: {e}"));
+        Self { child, url: format!("http://{addr}"), log }
     }
 
     async fn wait_ready(&mut self) {

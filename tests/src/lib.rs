@@ -285,6 +285,44 @@ where
     }
 }
 
+/// A fake of Africa's Talking's `POST /version1/messaging` (mount it on a wiremock server):
+/// accepts every message after `delay` with a fresh `messageId`, and remembers `(to,
+/// messageId)` of each answer. A delay of minutes is a provider that hangs.
+#[derive(Clone)]
+pub struct FakeAfricasTalking {
+    next: Arc<std::sync::atomic::AtomicU64>,
+    pub answered: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    delay: std::time::Duration,
+}
+
+impl FakeAfricasTalking {
+    pub fn new(delay: std::time::Duration) -> Self {
+        Self { next: Arc::default(), answered: Arc::default(), delay }
+    }
+
+    /// The numbers answered, in order.
+    pub fn numbers(&self) -> Vec<String> {
+        self.answered.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(to, _)| to.clone()).collect()
+    }
+}
+
+impl wiremock::Respond for FakeAfricasTalking {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let form: std::collections::HashMap<String, String> =
+            serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
+        let to = form.get("to").cloned().unwrap_or_default();
+        let id = format!("ATXid_{}", self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        self.answered.lock().unwrap_or_else(|p| p.into_inner()).push((to.clone(), id.clone()));
+        wiremock::ResponseTemplate::new(201)
+            .set_body_json(json!({"SMSMessageData": {
+                "Message": "Sent to 1/1 Total Cost: TZS 20.0000",
+                "Recipients": [{"statusCode": 101, "number": to, "status": "Success",
+                                "cost": "TZS 20.0000", "messageId": id}]
+            }}))
+            .set_delay(self.delay)
+    }
+}
+
 #[derive(diesel::QueryableByName)]
 struct Rows {
     #[diesel(sql_type = diesel::sql_types::Jsonb)]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use api_tests::{json, spawn, sql_rows};
+use api_tests::{FakeAfricasTalking, json, spawn, sql_rows};
 use messaging::channels::{NewChannel, NewSender};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,25 +21,6 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::process::{Gateway, gateway_bin};
-
-/// Africa's Talking's answer to one message.
-fn accepted(to: &str) -> ResponseTemplate {
-    ResponseTemplate::new(201).set_body_json(json!({"SMSMessageData": {
-        "Message": "Sent to 1/1 Total Cost: TZS 20.0000",
-        "Recipients": [{"statusCode": 101, "number": to, "status": "Success",
-                        "cost": "TZS 20.0000", "messageId": format!("ATXid_{to}")}]
-    }}))
-}
-
-/// A fake provider that answers every message at once.
-struct Prompt;
-
-impl Respond for Prompt {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let form: BTreeMap<String, String> = serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
-        accepted(form.get("to").map(String::as_str).unwrap_or_default())
-    }
-}
 
 /// `status -> count` of the messages sent with `sender`.
 async fn statuses(pool: &store::Pool, sender: &str) -> BTreeMap<String, i64> {
@@ -56,9 +37,10 @@ async fn a_hanging_sms_provider_is_cut_off_while_another_channel_keeps_sending()
     let app = spawn().await;
     let acme = app.account("all").await;
     let hanging = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(accepted("x").set_delay(Duration::from_secs(600))).mount(&hanging).await;
+    let stalled = FakeAfricasTalking::new(Duration::from_secs(600));
+    Mock::given(method("POST")).respond_with(stalled).mount(&hanging).await;
     let prompt = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(Prompt).mount(&prompt).await;
+    Mock::given(method("POST")).respond_with(FakeAfricasTalking::new(Duration::ZERO)).mount(&prompt).await;
     {
         let mut conn = app.conn().await;
         for (code, provider, sender) in [("slow", &hanging, "SLOW"), ("fast", &prompt, "FAST")] {

@@ -10,51 +10,18 @@
 //! (`crate::process`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use api_tests::{Account, json, spawn, sql_rows};
+use api_tests::{Account, FakeAfricasTalking, json, spawn, sql_rows};
 use messaging::channels::{NewChannel, NewSender};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
 use super::campaigns::CAMPAIGN;
 use crate::process::{Gateway, gateway_bin, log_path};
 
 const PRICE: i64 = 100;
-
-/// A fake of Africa's Talking's `POST /version1/messaging`: accepts every message after a
-/// short delay with a fresh `messageId`, and remembers `(to, messageId)` of each answer.
-#[derive(Clone)]
-struct FakeAfricasTalking {
-    next: Arc<AtomicU64>,
-    answered: Arc<Mutex<Vec<(String, String)>>>,
-    delay: Duration,
-}
-
-impl FakeAfricasTalking {
-    fn new(delay: Duration) -> Self {
-        Self { next: Arc::default(), answered: Arc::default(), delay }
-    }
-}
-
-impl Respond for FakeAfricasTalking {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let form: HashMap<String, String> = serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
-        let to = form.get("to").cloned().unwrap_or_default();
-        let id = format!("ATXid_{}", self.next.fetch_add(1, Ordering::SeqCst));
-        self.answered.lock().unwrap_or_else(|p| p.into_inner()).push((to.clone(), id.clone()));
-        ResponseTemplate::new(201)
-            .set_body_json(json!({"SMSMessageData": {
-                "Message": "Sent to 1/1 Total Cost: TZS 20.0000",
-                "Recipients": [{"statusCode": 101, "number": to, "status": "Success",
-                                "cost": "TZS 20.0000", "messageId": id}]
-            }}))
-            .set_delay(self.delay)
-    }
-}
 
 /// `status -> count` of the campaign's messages, plus the campaign row.
 async fn progress(pool: &store::Pool, campaign: i64) -> (BTreeMap<String, i64>, Value) {

@@ -1,0 +1,178 @@
+//! Several gateways on one database (issue 15): two `gateway serve` and two `gateway worker`
+//! processes share the test's database, as behind a load balancer. The 120-a-minute limit of a
+//! key holds across both gateways (the PostgreSQL limiter), every event reaches its receiver
+//! once whichever process fanned it out and delivered it, and a campaign created through one
+//! gateway, paused by its wallet, is resumed through the other and completes with one message
+//! per contact, none handed to the provider twice although four processes claim jobs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use api_tests::{FakeAfricasTalking, json, spawn, sql_rows};
+use messaging::channels::{NewChannel, NewSender};
+use serde_json::Value;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::process::{Gateway, gateway_bin};
+
+const CONTACTS: usize = 300;
+const PRICE: i64 = 100;
+const LEADS: usize = 40;
+
+/// Polls `sql` (one row) until `done` holds, or panics after `within`.
+async fn wait_row(pool: &store::Pool, sql: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let row = sql_rows(pool, sql).await.into_iter().next().unwrap_or(Value::Null);
+        if done(&row) {
+            return row;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting on {sql}: {row}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_and_two_workers_share_one_database() {
+    let app = spawn().await;
+    let acme = app.account("all").await;
+    let rate_key = app.key(acme.tenant, acme.user).await;
+    let provider = MockServer::start().await;
+    let fake = FakeAfricasTalking::new(Duration::from_millis(10));
+    Mock::given(method("POST")).respond_with(fake.clone()).mount(&provider).await;
+    {
+        let mut conn = app.conn().await;
+        let channel = NewChannel {
+            kind: "sms".into(),
+            provider: "africastalking".into(),
+            code: Some("at".into()),
+            base_url: Some(provider.uri()),
+            username: Some("sandbox".into()),
+            api_key: Some("atsk_scale".into()),
+            throughput_per_second: None,
+        };
+        messaging::channels::add(&mut conn, acme.tenant, channel).await.expect("channel");
+        let sender = NewSender {
+            channel: "at".into(),
+            kind: "sender_id".into(),
+            value: "ACME".into(),
+            label: None,
+            status: None,
+        };
+        messaging::channels::add_sender(&mut conn, acme.tenant, sender).await.expect("sender");
+        messaging::channels::set_rate(&mut conn, acme.tenant, None, PRICE).await.expect("rate");
+        // two batches of 50 paid, the third cannot be
+        accounts::wallet::credit(&mut conn, acme.tenant, 120 * PRICE, None).await.expect("credit");
+    }
+    let settings = [
+        ("SVC_RATE_LIMITER", "postgres"),
+        ("SVC_CAMPAIGN_BATCH_SIZE", "50"),
+        ("SVC_WEBHOOKS_ALLOW_LOOPBACK", "1"),
+        ("SVC_CAMPAIGN_RECHECK_SECONDS", "3600"),
+    ];
+    let bin = gateway_bin();
+    let url = app.db.url();
+    let gateways = [Gateway::start(&bin, url, 71, &settings).await, Gateway::start(&bin, url, 72, &settings).await];
+    let _workers = [Gateway::worker(&bin, url, 73, &settings).await, Gateway::worker(&bin, url, 74, &settings).await];
+    let client = reqwest::Client::new();
+    let on = |i: usize, path: &str| format!("{}{path}", gateways[i % 2].url);
+
+    // The limit of a key holds across both gateways.
+    let mut answered: BTreeMap<u16, usize> = BTreeMap::new();
+    for i in 0..130 {
+        let res = client.get(on(i, "/api/v3/me")).bearer_auth(&rate_key).send().await.expect("me");
+        *answered.entry(res.status().as_u16()).or_default() += 1;
+    }
+    assert_eq!(answered, BTreeMap::from([(200, 120), (429, 10)]), "120 a minute across the gateways");
+
+    // Every event reaches the receiver once, whichever processes fanned it out and delivered it.
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200)).mount(&receiver).await;
+    let res = client
+        .post(on(1, "/api/v3/webhooks"))
+        .bearer_auth(&acme.key)
+        .json(&json!({"url": format!("{}/in", receiver.uri()), "events": ["lead.created"]}))
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(res.status().as_u16(), 201);
+    for i in 0..LEADS {
+        let res = client
+            .post(on(i, "/api/v3/leads"))
+            .bearer_auth(&acme.key)
+            .json(&json!({"name": format!("Lead {i}"), "phone": format!("+2557550{i:05}")}))
+            .send()
+            .await
+            .expect("lead");
+        assert_eq!(res.status().as_u16(), 201);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receiver.received_requests().await.unwrap_or_default().len() < LEADS {
+        assert!(Instant::now() < deadline, "not every lead.created was delivered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let requests = receiver.received_requests().await.unwrap_or_default();
+    let events: BTreeSet<&str> =
+        requests.iter().filter_map(|r| r.headers.get("x-event-id").and_then(|v| v.to_str().ok())).collect();
+    assert_eq!((events.len(), requests.len()), (LEADS, LEADS), "each event once");
+
+    // A campaign created through one gateway, paused by its wallet, resumed through the other.
+    let res = client
+        .post(on(0, "/api/v3/contact-groups"))
+        .bearer_auth(&acme.key)
+        .json(&json!({"name": "Everyone"}))
+        .send()
+        .await
+        .expect("group");
+    let group = res.json::<Value>().await.expect("JSON")["data"]["id"].clone();
+    let rows: Vec<Value> = (0..CONTACTS)
+        .map(|i| json!({"PHONE": format!("0712{:06}", 7000 + i), "name": format!("Person {i}")}))
+        .collect();
+    let res = client
+        .post(on(0, &format!("/api/v3/contact-groups/{group}/contacts/batch")))
+        .bearer_auth(&acme.key)
+        .json(&json!({"contacts": rows}))
+        .send()
+        .await
+        .expect("contacts");
+    assert_eq!(res.status().as_u16(), 200);
+    let res = client
+        .post(on(0, "/api/v3/sms/campaign"))
+        .bearer_auth(&acme.key)
+        .json(&json!({"contact_list_id": group.to_string(), "message": "Hello {{name}}"}))
+        .send()
+        .await
+        .expect("campaign");
+    assert_eq!(res.status().as_u16(), 201);
+    let campaign = res.json::<Value>().await.expect("JSON")["data"]["campaigns"][0].clone();
+    let (id, uid) = (campaign["id"].as_i64().expect("id"), campaign["uid"].as_str().expect("uid").to_owned());
+    let status = format!("SELECT status, sent_count FROM campaigns WHERE id = {id}");
+    let paused = wait_row(&app.pool, &status, Duration::from_secs(30), |r| r["status"] == "paused").await;
+    assert!(paused["sent_count"].as_i64().is_some_and(|n| n <= 120), "{paused}");
+    {
+        let mut conn = app.conn().await;
+        accounts::wallet::credit(&mut conn, acme.tenant, CONTACTS as i64 * PRICE, None).await.expect("top up");
+    }
+    let res = client
+        .post(on(1, &format!("/api/v3/campaign/{uid}/resume")))
+        .bearer_auth(&acme.key)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("resume");
+    assert_eq!(res.status().as_u16(), 200, "{}", res.text().await.unwrap_or_default());
+    wait_row(&app.pool, &status, Duration::from_secs(60), |r| r["status"] == "completed").await;
+
+    let per_contact = sql_rows(
+        &app.pool,
+        &format!("SELECT contact_id, count(*) AS n FROM messages WHERE campaign_id = {id} GROUP BY contact_id"),
+    )
+    .await;
+    assert_eq!(per_contact.len(), CONTACTS, "a message per contact");
+    assert!(per_contact.iter().all(|r| r["n"] == 1), "one message per contact");
+    let numbers = fake.numbers();
+    let distinct: BTreeSet<&String> = numbers.iter().collect();
+    assert_eq!((distinct.len(), numbers.len()), (CONTACTS, CONTACTS), "no number handed to the provider twice");
+}
