@@ -174,6 +174,14 @@ impl MessagingService {
                 }
                 continue;
             }
+            // Its provider hangs (a call timed out lately): the messages wait for it here, and
+            // the worker goes on with other channels' jobs.
+            if let Some(left) = self.gateways.stall_left(channel.id) {
+                for id in &ids {
+                    defer(*id, now + std_duration(left), &mut later);
+                }
+                continue;
+            }
             let sent = self.send_on(&channel, &ids, now, Consent::Recheck).await?;
             for id in sent.deferred {
                 defer(id, next_second, &mut later);
@@ -311,6 +319,9 @@ impl MessagingService {
                     let sms =
                         OutboundSms { reference: &m.uid, to: &m.recipient, from: m.sender.as_deref(), body: &m.body };
                     let outcome = gateway.send(sms).await;
+                    if matches!(outcome, Err(SendError::Timeout)) {
+                        self.gateways.stalled(channel.id);
+                    }
                     (m, Answer::Provider(outcome))
                 }
             })

@@ -1,8 +1,9 @@
 //! The provider client for a channel: the process's one sandbox, or a real aggregator built
 //! from the channel's credentials over the shared HTTP client.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use kernel::Error;
 use providers::{AfricasTalking, AfricasTalkingConfig, Sandbox, SmsGateway};
@@ -14,11 +15,33 @@ pub struct Gateways {
     client: reqwest::Client,
     sandbox: Arc<Sandbox>,
     timeout: Duration,
+    /// Channels whose provider let a call time out, until when this process leaves them be.
+    stalled: Arc<Mutex<HashMap<i64, Instant>>>,
 }
 
 impl Gateways {
     pub fn new(client: reqwest::Client, sandbox: Arc<Sandbox>, timeout: Duration) -> Self {
-        Self { client, sandbox, timeout }
+        Self { client, sandbox, timeout, stalled: Arc::default() }
+    }
+
+    /// A call to `channel`'s provider timed out: for one more timeout, sends on it wait instead
+    /// of tying up more of this process's workers on a provider that hangs.
+    pub fn stalled(&self, channel: i64) {
+        let now = Instant::now();
+        let before = self.stalled.lock().unwrap_or_else(|e| e.into_inner()).insert(channel, now + self.timeout);
+        if before.is_none_or(|until| until < now) {
+            tracing::warn!(channel, wait = ?self.timeout, "a provider call timed out; sends on the channel wait");
+        }
+    }
+
+    /// How long sends on `channel` should still wait, if its provider stalled lately.
+    pub fn stall_left(&self, channel: i64) -> Option<Duration> {
+        let mut stalled = self.stalled.lock().unwrap_or_else(|e| e.into_inner());
+        let left = stalled.get(&channel)?.checked_duration_since(Instant::now());
+        if left.is_none() {
+            stalled.remove(&channel);
+        }
+        left
     }
 
     /// The sandbox every sandbox channel of this process shares (tests count its calls).

@@ -87,27 +87,50 @@ async fn a_hanging_sms_provider_is_cut_off_while_another_channel_keeps_sending()
 
     let started = Instant::now();
     send("SLOW", (0..40).map(|i| format!("0713{:06}", i)).collect()).await;
+    let fast_sent_within = |within: Duration, first: u32| {
+        let pool = app.pool.clone();
+        async move {
+            let asked = Instant::now();
+            loop {
+                let fast = statuses(&pool, "FAST").await;
+                if fast.get("sent").copied().unwrap_or(0) == i64::from(first + 5) {
+                    return;
+                }
+                assert!(asked.elapsed() < within, "the fast channel waited on the slow one: {fast:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
     for i in 0..5 {
         send("FAST", vec![format!("0714{:06}", i)]).await;
     }
     // The other channel sends while the slow one's calls are still hanging.
-    loop {
-        let fast = statuses(&app.pool, "FAST").await;
-        if fast.get("sent").copied().unwrap_or(0) == 5 {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_millis(1900), "the fast channel waited on the slow one: {fast:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    fast_sent_within(Duration::from_secs(2), 0).await;
     assert_eq!(statuses(&app.pool, "SLOW").await.get("failed"), None, "the slow calls are still hanging");
+
+    // Once a call has timed out, more sends on the hanging channel (more jobs than the worker
+    // runs at once) wait for it instead of filling the worker: the other channel still sends.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while hanging.received_requests().await.unwrap_or_default().len() < 32 {
+        assert!(Instant::now() < deadline, "the first calls never reached the hanging provider");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+    for i in 0..10 {
+        send("SLOW", vec![format!("0715{:06}", i)]).await;
+    }
+    for i in 5..10 {
+        send("FAST", vec![format!("0714{:06}", i)]).await;
+    }
+    fast_sent_within(Duration::from_millis(1500), 5).await;
 
     // The slow channel's calls end at the timeout: failed, refunded, each number called once.
     let slow = loop {
         let slow = statuses(&app.pool, "SLOW").await;
-        if slow.get("failed").copied().unwrap_or(0) == 40 {
+        if slow.get("failed").copied().unwrap_or(0) == 50 {
             break slow;
         }
-        assert!(started.elapsed() < Duration::from_secs(15), "the hanging calls were never cut off: {slow:?}");
+        assert!(started.elapsed() < Duration::from_secs(20), "the hanging calls were never cut off: {slow:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(slow.len(), 1, "{slow:?}");
@@ -129,7 +152,7 @@ async fn a_hanging_sms_provider_is_cut_off_while_another_channel_keeps_sending()
     assert_eq!(numbers.len(), calls.len(), "a number was sent twice");
     let balance =
         sql_rows(&app.pool, &format!("SELECT balance_minor FROM wallets WHERE tenant_id = {}", acme.tenant.0)).await;
-    assert_eq!(balance[0]["balance_minor"], 1_000_000 - 5 * 100, "the failed sends were refunded");
+    assert_eq!(balance[0]["balance_minor"], 1_000_000 - 10 * 100, "the failed sends were refunded");
 }
 
 /// A receiver on 127.0.0.1 that reads each request and then holds the connection, answering
