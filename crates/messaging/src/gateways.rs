@@ -1,5 +1,5 @@
 //! The provider client for a channel: the process's one sandbox, or a real aggregator built
-//! from the channel's credentials over the shared HTTP client.
+//! from the channel's credentials (opened with the keyring) over the shared HTTP client.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,11 +14,23 @@ pub struct Gateways {
     client: reqwest::Client,
     sandbox: Arc<Sandbox>,
     timeout: Duration,
+    keyring: store::secrets::Keyring,
 }
 
 impl Gateways {
-    pub fn new(client: reqwest::Client, sandbox: Arc<Sandbox>, timeout: Duration) -> Self {
-        Self { client, sandbox, timeout }
+    /// `keyring` opens the channels' credentials.
+    pub fn new(
+        client: reqwest::Client,
+        sandbox: Arc<Sandbox>,
+        timeout: Duration,
+        keyring: store::secrets::Keyring,
+    ) -> Self {
+        Self { client, sandbox, timeout, keyring }
+    }
+
+    /// Seals channel credentials (`channels::add`) and opens them here.
+    pub fn keyring(&self) -> &store::secrets::Keyring {
+        &self.keyring
     }
 
     /// The sandbox every sandbox channel of this process shares (tests count its calls).
@@ -30,7 +42,9 @@ impl Gateways {
         match channel.provider.as_str() {
             "sandbox" => Ok(self.sandbox.clone()),
             "africastalking" => {
-                let field = |name: &str| channel.credentials[name].as_str().unwrap_or_default().to_owned();
+                let credentials = crate::credentials::open(&self.keyring, &channel.credentials)
+                    .map_err(|e| Error::internal(format!("channel {}: {}", channel.id, e.message)))?;
+                let field = |name: &str| credentials[name].as_str().unwrap_or_default().to_owned();
                 let config = AfricasTalkingConfig {
                     base_url: field("base_url"),
                     username: field("username"),

@@ -79,8 +79,8 @@ struct Key {
 
 impl Key {
     fn new(bytes: &[u8]) -> Result<Self, Error> {
-        let unbound =
-            UnboundKey::new(&CHACHA20_POLY1305, bytes).map_err(|_| Error::internal("a secrets key must be 32 bytes"))?;
+        let unbound = UnboundKey::new(&CHACHA20_POLY1305, bytes)
+            .map_err(|_| Error::internal("a secrets key must be 32 bytes"))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
         Ok(Self { id: hex::encode(&digest.as_ref()[..4]), aead: LessSafeKey::new(unbound) })
     }
@@ -179,9 +179,10 @@ impl Keyring {
     pub fn open_unnamed(&self, context: &str, hex_value: &str) -> Result<String, Error> {
         let bytes = hex::decode(hex_value)
             .map_err(|_| Error::internal(format!("a sealed {context} cannot be opened: it is damaged")))?;
-        self.keys.iter().find_map(|k| k.open(context, &bytes)).ok_or_else(|| {
-            Error::internal(format!("a sealed {context} cannot be opened with any configured key"))
-        })
+        self.keys
+            .iter()
+            .find_map(|k| k.open(context, &bytes))
+            .ok_or_else(|| Error::internal(format!("a sealed {context} cannot be opened with any configured key")))
     }
 
     /// Whether `value` is sealed under the current key: rotation leaves it alone.
