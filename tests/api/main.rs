@@ -12,6 +12,7 @@ mod leads;
 mod openapi;
 mod process;
 mod rate_limit;
+mod secrets;
 mod smoke;
 mod sms;
 mod webhooks;
