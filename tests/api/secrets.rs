@@ -276,6 +276,8 @@ async fn no_secret_reaches_the_logs() {
         ("SVC_LOG_FORMAT", "json"),
         ("SVC_WEBHOOKS_ALLOW_LOOPBACK", "1"),
         ("SVC_SANDBOX_DELIVERY_DELAY_MS", "0"),
+        // a configured key; the key the database kept (which sealed the channel) is then an old one
+        ("SVC_SECRETS_KEY", KEY_A),
     ];
     let gateway = Gateway::start(&bin, &url, 40, &settings).await;
     let client = providers::http_client().expect("client");
@@ -337,8 +339,19 @@ async fn no_secret_reaches_the_logs() {
     gateway.kill().await;
 
     assert!(log.lines().count() > 10 && log.contains("\"level\":\"DEBUG\""), "a debug log in JSON:\n{log}");
+    // the paths that hold the secrets ran and logged
+    assert!(log.contains("sending an SMS through Africa's Talking"), "{log}");
     let channel_id = channel["id"].to_string();
     assert!(!channel_id.is_empty());
+    let kept =
+        sql_rows(&app.pool, "SELECT encode(key, 'hex') AS key FROM service_keys WHERE name = 'secrets.key'").await;
+    let kept = kept[0]["key"].as_str().expect("the kept key").to_owned();
+    for (what, key) in [("configured key", KEY_A), ("key the database keeps", kept.as_str())] {
+        let bytes = hex::decode(key).expect("hex").iter().map(u8::to_string).collect::<Vec<_>>().join(", ");
+        for form in [key.to_owned(), bytes] {
+            assert!(!log.contains(&form), "the {what} is in the log as {form}");
+        }
+    }
     for (what, clear) in [
         ("API key", account.key.as_str()),
         ("first signing secret", secret.as_str()),
@@ -346,6 +359,10 @@ async fn no_secret_reaches_the_logs() {
         ("custom header value", HEADER_VALUE),
         ("provider API key", API_KEY),
     ] {
-        assert!(!log.contains(clear), "the {what} is in the log");
+        // as text, as hex, and as the byte list a Debug of a statement's parameters prints
+        let bytes = clear.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
+        for form in [clear.to_owned(), hex::encode(clear), bytes] {
+            assert!(!log.contains(&form), "the {what} is in the log as {form}");
+        }
     }
 }
