@@ -91,7 +91,7 @@ async fn send_through(services: &gateway::Services, channel: &Channel, provider:
 }
 
 async fn channel(pool: &store::Pool, tenant: TenantId, id: i64) -> Channel {
-    messaging::channels::get(&mut *store::connect(pool).await.expect("connection"), tenant, id).await.expect("channel")
+    messaging::channels::get(&mut store::connect(pool).await.expect("connection"), tenant, id).await.expect("channel")
 }
 
 #[derive(diesel::QueryableByName)]
