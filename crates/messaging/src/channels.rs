@@ -66,15 +66,9 @@ fn default_throughput(provider: &str) -> i32 {
     if provider == "sandbox" { 10_000 } else { 50 }
 }
 
-/// Adds a channel; its credentials are sealed with `keyring`.
-pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewChannel) -> Result<Channel, Error> {
-    if !KINDS.contains(&new.kind.as_str()) {
-        return Err(Error::field("kind", "The kind must be sms or chat."));
-    }
-    if !PROVIDERS.contains(&new.provider.as_str()) {
-        return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
-    }
-    let credentials = match new.provider.as_str() {
+/// The credentials object a provider's client reads.
+fn credentials(new: &NewChannel) -> Result<serde_json::Value, Error> {
+    Ok(match new.provider.as_str() {
         "africastalking" => {
             let (Some(username), Some(api_key)) = (new.username.as_deref(), new.api_key.as_deref()) else {
                 return Err(Error::validation("Africa's Talking needs --username and --api-key."));
@@ -86,7 +80,18 @@ pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewC
             })
         }
         _ => serde_json::json!({}),
-    };
+    })
+}
+
+/// Adds a channel; its credentials are sealed with `keyring`.
+pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewChannel) -> Result<Channel, Error> {
+    if !KINDS.contains(&new.kind.as_str()) {
+        return Err(Error::field("kind", "The kind must be sms or chat."));
+    }
+    if !PROVIDERS.contains(&new.provider.as_str()) {
+        return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
+    }
+    let credentials = credentials(&new)?;
     let throughput = new.throughput_per_second.unwrap_or_else(|| default_throughput(&new.provider));
     if throughput <= 0 {
         return Err(Error::field("throughput", "The throughput must be a positive number of messages per second."));
@@ -147,6 +152,27 @@ async fn of_tenant(conn: &mut Conn, tenant: TenantId, channel: &str) -> Result<C
         Err(_) => query.filter(channels::code.eq(channel)),
     };
     query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Channel"))
+}
+
+/// Replaces the credentials of a channel of `tenant` (by id or code), sealed with `keyring`:
+/// the provider issued a new API key, or the key that sealed the old ones is lost.
+pub async fn set_credentials(
+    conn: &mut Conn,
+    keyring: &Keyring,
+    tenant: TenantId,
+    channel: &str,
+    new: NewChannel,
+) -> Result<Channel, Error> {
+    let channel = of_tenant(conn, tenant, channel).await?;
+    let credentials = credentials(&NewChannel { provider: channel.provider.clone(), ..new })?;
+    Ok(diesel::update(channels::table.find(channel.id))
+        .set((
+            channels::credentials.eq(crate::credentials::seal(keyring, &credentials)?),
+            channels::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Channel::as_returning())
+        .get_result(conn)
+        .await?)
 }
 
 /// Switches a channel of `tenant` (by id or code) on (`active`) or off (`disabled`).

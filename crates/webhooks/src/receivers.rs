@@ -46,8 +46,7 @@ pub struct Webhook {
     pub updated_at: OffsetDateTime,
 }
 
-/// A receiver with its signing secret: the answer to registration and rotation only. Its
-/// `Debug` leaves the secret out.
+/// A receiver with its signing secret: the answer to registration and rotation only.
 #[derive(Clone, Serialize, ToSchema)]
 pub struct WithSecret {
     #[serde(flatten)]
@@ -55,6 +54,7 @@ pub struct WithSecret {
     pub secret: String,
 }
 
+// Debug leaves the secret out.
 impl std::fmt::Debug for WithSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WithSecret").field("webhook", &self.webhook).finish_non_exhaustive()

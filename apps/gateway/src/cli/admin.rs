@@ -222,6 +222,19 @@ pub enum ChannelCommand {
         #[arg(long)]
         throughput: Option<i32>,
     },
+    /// Replace a channel's provider credentials (a new API key, or a lost secrets key).
+    SetCredentials {
+        #[arg(long)]
+        tenant: i64,
+        /// The channel's id or code.
+        channel: String,
+        #[arg(long)]
+        base_url: Option<String>,
+        #[arg(long)]
+        username: Option<String>,
+        #[arg(long)]
+        api_key: Option<String>,
+    },
     /// Switch a channel on or off: a disabled channel routes nothing, and messages already
     /// queued on it wait until it is active again.
     SetStatus {
@@ -384,6 +397,12 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 "callback_urls": {"delivery": format!("{hooks}/delivery"), "inbound": format!("{hooks}/inbound")},
             });
             (channel.id.to_string(), value)
+        }
+        AdminCommand::Channel(ChannelCommand::SetCredentials { tenant, channel, base_url, username, api_key }) => {
+            let keyring = crate::keyring(&pool, &config.secrets).await?;
+            let new = NewChannel { base_url, username, api_key, ..NewChannel::default() };
+            let channel = messaging::channels::set_credentials(conn, &keyring, TenantId(tenant), &channel, new).await?;
+            (channel.id.to_string(), json!({"id": channel.id, "code": channel.code}))
         }
         AdminCommand::Channel(ChannelCommand::SetStatus { tenant, channel, status }) => {
             let channel = messaging::channels::set_status(conn, TenantId(tenant), &channel, &status).await?;
