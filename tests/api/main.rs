@@ -14,6 +14,7 @@ mod openapi;
 mod process;
 mod rate_limit;
 mod scale_out;
+mod secrets;
 mod smoke;
 mod sms;
 mod webhooks;

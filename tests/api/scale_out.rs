@@ -52,7 +52,7 @@ async fn two_gateways_and_two_workers_share_one_database() {
             api_key: Some("atsk_scale".into()),
             throughput_per_second: None,
         };
-        messaging::channels::add(&mut conn, acme.tenant, channel).await.expect("channel");
+        messaging::channels::add(&mut conn, &app.keyring, acme.tenant, channel).await.expect("channel");
         let sender = NewSender {
             channel: "at".into(),
             kind: "sender_id".into(),

@@ -40,6 +40,8 @@ pub struct Config {
     pub sandbox: providers::SandboxConfig,
     pub messaging: messaging::MessagingConfig,
     pub webhooks: webhooks::WebhooksConfig,
+    /// The keys that seal secrets at rest (`SVC_SECRETS_KEY`, `SVC_SECRETS_OLD_KEYS`).
+    pub secrets: store::secrets::SecretsConfig,
 }
 
 /// What one HTTP request may take: its body's size, and its time once its head arrived (the
@@ -112,6 +114,7 @@ impl Config {
             },
             messaging: messaging_config(job_lease)?,
             webhooks: webhooks_config(job_lease)?,
+            secrets: store::secrets::SecretsConfig::from_vars(var)?,
         })
     }
 }
@@ -172,7 +175,6 @@ fn webhooks_config(job_lease: std::time::Duration) -> Result<webhooks::WebhooksC
         timeout: seconds("SVC_WEBHOOKS_TIMEOUT_SECONDS", defaults.timeout.as_secs())?,
         concurrency: parsed("SVC_WEBHOOKS_CONCURRENCY", defaults.concurrency)?.max(1),
         per_receiver: parsed("SVC_WEBHOOKS_PER_RECEIVER", defaults.per_receiver)?.max(1),
-        header_key: var(webhooks::headers::HeaderKey::ENV),
         // claims of a dead process come back within one lease, as its jobs do
         lease: time::Duration::try_from(job_lease).unwrap_or(defaults.lease),
         ..defaults

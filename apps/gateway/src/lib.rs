@@ -19,6 +19,22 @@ use kernel::Clock;
 use http::metrics::Metrics;
 use http::rate_limit::RateLimiter;
 
+/// The keyring of `config`: with no key configured, the key this database keeps.
+pub async fn keyring(
+    pool: &store::Pool,
+    config: &store::secrets::SecretsConfig,
+) -> Result<store::secrets::Keyring, kernel::Error> {
+    let keyring = store::secrets::Keyring::load(&mut *store::connect(pool).await?, config).await?;
+    if config.current.is_none() {
+        tracing::info!(
+            key_id = keyring.current_id(),
+            "secrets at rest are sealed with a key kept in the database; set {} to keep it elsewhere",
+            store::secrets::SecretsConfig::KEY_ENV
+        );
+    }
+    Ok(keyring)
+}
+
 /// Every domain service, built in one place from the pool, the clock and the configuration:
 /// `serve`, `worker`, the admin CLI and the tests all compose the service through
 /// [`Services::new`], so none of them can wire a service differently.
@@ -30,17 +46,25 @@ pub struct Services {
     pub leads: leads::LeadService,
     pub commerce: commerce::CommerceService,
     pub data: data_tables::DataService,
+    /// Seals secrets at rest (webhook secrets and header values, channel credentials).
+    pub keyring: store::secrets::Keyring,
 }
 
 impl Services {
-    /// Reads of `config`: the public URL, the provider clients' timeout and sandbox, and the
-    /// messaging and webhooks tunables.
+    /// Reads of `config`: the public URL, the provider clients' timeout and sandbox, the
+    /// messaging and webhooks tunables, and the secrets keys (one keyring for every domain).
     pub async fn new(pool: store::Pool, clock: Clock, config: &config::Config) -> Result<Self, kernel::Error> {
+        let keyring = keyring(&pool, &config.secrets).await?;
         let client = providers::http_client().map_err(kernel::Error::internal)?;
         let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
-        let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout);
-        let webhooks =
-            webhooks::WebhookService::new(pool.clone(), clock.clone(), catalogue(), config.webhooks.clone()).await?;
+        let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout, keyring.clone());
+        let webhooks = webhooks::WebhookService::new(
+            pool.clone(),
+            clock.clone(),
+            catalogue(),
+            config.webhooks.clone(),
+            keyring.clone(),
+        )?;
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
             messaging: messaging::MessagingService::new(
@@ -53,7 +77,14 @@ impl Services {
             leads: leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone()),
             commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
             data: data_tables::DataService::new(pool, clock, config.public_url.clone()),
+            keyring,
         })
+    }
+
+    /// `gateway admin secrets rotate`: every sealed value re-sealed under the current key.
+    /// Answers the receivers and the channels that changed.
+    pub async fn reseal(&self) -> Result<(u64, u64), kernel::Error> {
+        Ok((self.webhooks.reseal().await?, self.messaging.reseal().await?))
     }
 
     /// Every domain's job handlers.

@@ -13,6 +13,13 @@ use crate::{AppState, Services, app};
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // tokio-postgres logs every statement's parameters at debug: secrets on their way to be
+    // sealed, a fresh key, message bodies. Only a RUST_LOG that names it turns that on.
+    let named = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("tokio_postgres"));
+    let filter = match "tokio_postgres=info".parse() {
+        Ok(quiet) if !named => filter.add_directive(quiet),
+        _ => filter,
+    };
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

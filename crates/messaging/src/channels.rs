@@ -6,6 +6,7 @@ use diesel_async::RunQueryDsl;
 use kernel::{Error, TenantId};
 use serde::{Deserialize, Serialize};
 use store::Conn;
+use store::secrets::Keyring;
 
 use crate::schema::{channels, senders, sms_rates};
 
@@ -18,8 +19,9 @@ pub const SENDER_TYPES: &[&str] = &["sender_id", "phone_number", "short_code"];
 /// Sender review states; only `approved` identities are usable.
 pub const SENDER_STATUSES: &[&str] = &["approved", "pending", "rejected", "inactive"];
 
-/// What an operator gives to add a channel (`gateway admin channel add`).
-#[derive(Debug, Clone, Default)]
+/// What an operator gives to add a channel (`gateway admin channel add`). Its `Debug` leaves
+/// the API key out.
+#[derive(Clone, Default)]
 pub struct NewChannel {
     pub kind: String,
     pub provider: String,
@@ -30,6 +32,19 @@ pub struct NewChannel {
     pub throughput_per_second: Option<i32>,
 }
 
+impl std::fmt::Debug for NewChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewChannel")
+            .field("kind", &self.kind)
+            .field("provider", &self.provider)
+            .field("code", &self.code)
+            .field("base_url", &self.base_url)
+            .field("username", &self.username)
+            .field("throughput_per_second", &self.throughput_per_second)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = channels)]
 pub struct Channel {
@@ -38,6 +53,7 @@ pub struct Channel {
     pub kind: String,
     pub provider: String,
     pub code: String,
+    /// Sealed (`crate::credentials`): opened only to build the provider client.
     pub credentials: serde_json::Value,
     pub throughput_per_second: i32,
     pub status: String,
@@ -50,14 +66,9 @@ fn default_throughput(provider: &str) -> i32 {
     if provider == "sandbox" { 10_000 } else { 50 }
 }
 
-pub async fn add(conn: &mut Conn, tenant: TenantId, new: NewChannel) -> Result<Channel, Error> {
-    if !KINDS.contains(&new.kind.as_str()) {
-        return Err(Error::field("kind", "The kind must be sms or chat."));
-    }
-    if !PROVIDERS.contains(&new.provider.as_str()) {
-        return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
-    }
-    let credentials = match new.provider.as_str() {
+/// The credentials object a provider's client reads.
+fn credentials(new: &NewChannel) -> Result<serde_json::Value, Error> {
+    Ok(match new.provider.as_str() {
         "africastalking" => {
             let (Some(username), Some(api_key)) = (new.username.as_deref(), new.api_key.as_deref()) else {
                 return Err(Error::validation("Africa's Talking needs --username and --api-key."));
@@ -69,7 +80,18 @@ pub async fn add(conn: &mut Conn, tenant: TenantId, new: NewChannel) -> Result<C
             })
         }
         _ => serde_json::json!({}),
-    };
+    })
+}
+
+/// Adds a channel; its credentials are sealed with `keyring`.
+pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewChannel) -> Result<Channel, Error> {
+    if !KINDS.contains(&new.kind.as_str()) {
+        return Err(Error::field("kind", "The kind must be sms or chat."));
+    }
+    if !PROVIDERS.contains(&new.provider.as_str()) {
+        return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
+    }
+    let credentials = credentials(&new)?;
     let throughput = new.throughput_per_second.unwrap_or_else(|| default_throughput(&new.provider));
     if throughput <= 0 {
         return Err(Error::field("throughput", "The throughput must be a positive number of messages per second."));
@@ -85,7 +107,7 @@ pub async fn add(conn: &mut Conn, tenant: TenantId, new: NewChannel) -> Result<C
             channels::kind.eq(&new.kind),
             channels::provider.eq(&new.provider),
             channels::code.eq(&code),
-            channels::credentials.eq(credentials),
+            channels::credentials.eq(crate::credentials::seal(keyring, &credentials)?),
             channels::throughput_per_second.eq(throughput),
             channels::callback_token.eq(token),
         ))
@@ -130,6 +152,27 @@ async fn of_tenant(conn: &mut Conn, tenant: TenantId, channel: &str) -> Result<C
         Err(_) => query.filter(channels::code.eq(channel)),
     };
     query.first(conn).await.optional()?.ok_or_else(|| Error::not_found("Channel"))
+}
+
+/// Replaces the credentials of a channel of `tenant` (by id or code), sealed with `keyring`:
+/// the provider issued a new API key, or the key that sealed the old ones is lost.
+pub async fn set_credentials(
+    conn: &mut Conn,
+    keyring: &Keyring,
+    tenant: TenantId,
+    channel: &str,
+    new: NewChannel,
+) -> Result<Channel, Error> {
+    let channel = of_tenant(conn, tenant, channel).await?;
+    let credentials = credentials(&NewChannel { provider: channel.provider.clone(), ..new })?;
+    Ok(diesel::update(channels::table.find(channel.id))
+        .set((
+            channels::credentials.eq(crate::credentials::seal(keyring, &credentials)?),
+            channels::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Channel::as_returning())
+        .get_result(conn)
+        .await?)
 }
 
 /// Switches a channel of `tenant` (by id or code) on (`active`) or off (`disabled`).
@@ -339,7 +382,7 @@ impl RateCard {
 }
 
 /// The demo account's sandbox SMS channel and sender id (`cargo xtask run`), made once.
-pub async fn ensure_demo(conn: &mut Conn, tenant: TenantId) -> Result<Channel, Error> {
+pub async fn ensure_demo(conn: &mut Conn, keyring: &Keyring, tenant: TenantId) -> Result<Channel, Error> {
     let existing: Option<Channel> = channels::table
         .filter(channels::tenant_id.eq(tenant.0))
         .filter(channels::code.eq("demo-sandbox"))
@@ -356,7 +399,7 @@ pub async fn ensure_demo(conn: &mut Conn, tenant: TenantId) -> Result<Channel, E
         code: Some("demo-sandbox".to_owned()),
         ..NewChannel::default()
     };
-    let channel = add(conn, tenant, new).await?;
+    let channel = add(conn, keyring, tenant, new).await?;
     let sender = NewSender {
         channel: channel.code.clone(),
         kind: "sender_id".to_owned(),

@@ -18,14 +18,16 @@
 //!     // An account with a sandbox channel, an approved sender id, a price and some credit.
 //!     let tenant = kernel::TenantId(accounts::tenants::create(&mut conn, "Acme", "TZS").await.unwrap().id);
 //!     let channel = NewChannel { kind: "sms".into(), provider: "sandbox".into(), code: Some("main".into()), ..Default::default() };
-//!     messaging::channels::add(&mut conn, tenant, channel).await.unwrap();
+//!     // with nothing configured, a key this database keeps seals provider credentials
+//!     let keyring = store::secrets::Keyring::load(&mut conn, &Default::default()).await.unwrap();
+//!     messaging::channels::add(&mut conn, &keyring, tenant, channel).await.unwrap();
 //!     let sender = NewSender { channel: "main".into(), kind: "sender_id".into(), value: "ACME".into(), label: None, status: None };
 //!     messaging::channels::add_sender(&mut conn, tenant, sender).await.unwrap();
 //!     messaging::channels::set_rate(&mut conn, tenant, None, 100).await.unwrap();
 //!     accounts::wallet::credit(&mut conn, tenant, 10_000, None).await.unwrap();
 //!
 //!     let sandbox = Arc::new(providers::Sandbox::new(Default::default()));
-//!     let gateways = messaging::gateways::Gateways::new(providers::http_client().unwrap(), sandbox, Duration::from_secs(5));
+//!     let gateways = messaging::gateways::Gateways::new(providers::http_client().unwrap(), sandbox, Duration::from_secs(5), keyring);
 //!     let service = MessagingService::new(db.pool(), kernel::Clock::system(), gateways, MessagingConfig::default());
 //!
 //!     // A national number is read under the account's calling code.
@@ -42,6 +44,7 @@
 pub mod blacklist;
 pub mod campaigns;
 pub mod channels;
+pub mod credentials;
 pub mod dispatch;
 pub mod events;
 pub mod gateways;

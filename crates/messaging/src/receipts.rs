@@ -229,7 +229,7 @@ impl MessagingService {
         let now = self.clock.now();
         let mut conn = self.conn().await?;
         let channel = channels::by_callback_token(&mut conn, token).await?;
-        let gateway = self.gateways.sms(&channel)?;
+        let gateway = self.gateways.reader(&channel)?;
         let receipt = match gateway.parse_receipt(content_type, body) {
             Ok(receipt) => receipt,
             Err(error) => return Err(invalid(&mut conn, &channel, "delivery", body, now, error).await),
@@ -277,7 +277,7 @@ impl MessagingService {
         let now = self.clock.now();
         let mut conn = self.conn().await?;
         let channel = channels::by_callback_token(&mut conn, token).await?;
-        let gateway = self.gateways.sms(&channel)?;
+        let gateway = self.gateways.reader(&channel)?;
         let sms = match gateway.parse_inbound(content_type, body) {
             // PostgreSQL text cannot hold NUL
             Ok(sms) => providers::InboundSms {

@@ -105,6 +105,12 @@ impl MessagingService {
         &self.gateways
     }
 
+    /// Re-seals every channel's provider credentials under the current key
+    /// (`gateway admin secrets rotate`): answers how many changed.
+    pub async fn reseal(&self) -> Result<u64, kernel::Error> {
+        crate::credentials::reseal(&self.pool, self.gateways.keyring()).await
+    }
+
     pub fn config(&self) -> &MessagingConfig {
         &self.config
     }

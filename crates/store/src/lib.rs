@@ -1,10 +1,12 @@
 //! PostgreSQL for every domain: the diesel-async pool, embedded migrations, the job queue,
-//! the event outbox, idempotency records and (feature `testing`) a database per test.
+//! the event outbox, idempotency records, the sealing of secrets at rest and (feature
+//! `testing`) a database per test.
 
 pub mod idempotency;
 pub mod jobs;
 pub mod migrate;
 pub mod outbox;
+pub mod secrets;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workers;

@@ -23,8 +23,9 @@ pub const JITTER: f64 = 0.10;
 /// A receiver's `Retry-After` is honoured when longer than the schedule, up to this.
 pub const MAX_RETRY_AFTER: time::Duration = time::Duration::hours(6);
 
-/// Where one attempt goes and how it is signed.
-#[derive(Debug, Clone)]
+/// Where one attempt goes and how it is signed. Its `Debug` leaves out the secret and the
+/// header values.
+#[derive(Clone)]
 pub struct Target {
     pub url: String,
     pub secret: String,
@@ -32,6 +33,16 @@ pub struct Target {
     pub headers: Vec<(String, String)>,
     /// An http endpoint from before 26 September 2026 that was never re-pointed.
     pub legacy_http: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("legacy_http", &self.legacy_http)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What is sent: the same bytes on every attempt; the signature is computed afresh.

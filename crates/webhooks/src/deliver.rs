@@ -19,7 +19,7 @@ use time::OffsetDateTime;
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use uuid::Uuid;
 
-use crate::attempt::{self, Next, Outcome, Target};
+use crate::attempt::{self, Next, Outcome};
 use crate::headers::Sealed;
 use crate::receivers::LEGACY_HTTP_BEFORE;
 use crate::status::{DeliveryEvent, DeliveryState};
@@ -370,26 +370,27 @@ impl Deliverer {
             return finished;
         }
         let sealed: Vec<Sealed> = serde_json::from_value(claimed.headers).unwrap_or_default();
-        let headers: Result<Vec<_>, Error> =
-            sealed.iter().map(|h| Ok((h.name.clone(), service.key.open(h)?))).collect();
+        let legacy_http = claimed.url_changed_at < LEGACY_HTTP_BEFORE;
+        let target = crate::secrets::target(
+            &service.keyring,
+            claimed.webhook_id,
+            claimed.url,
+            &claimed.secret,
+            &sealed,
+            legacy_http,
+        );
         let body = catalogue::envelope(&claimed.event, claimed.event_id, claimed.occurred_at, claimed.payload, false);
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let (delivery_id, event_id) = (claimed.id.to_string(), claimed.event_id.to_string());
         let delivery =
             attempt::Delivery { delivery_id: &delivery_id, event: &claimed.event, event_id: &event_id, body: &body };
         let config = &service.config;
-        finished.outcome = Some(match headers {
-            Ok(headers) => {
-                let legacy_http = claimed.url_changed_at < LEGACY_HTTP_BEFORE;
-                let target = Target { url: claimed.url, secret: claimed.secret, headers, legacy_http };
+        finished.outcome = Some(match target {
+            Ok(target) => {
                 attempt::send(&service.client, &config.policy, &target, &delivery, at, config.excerpt_limit).await
             }
-            // not sent without them (they are often the receiver's credentials); retried, as
-            // the operator may restore the key
-            Err(_) => Outcome::unsent(format!(
-                "a custom header cannot be opened: was {} changed?",
-                crate::headers::HeaderKey::ENV
-            )),
+            // not sent without them (the headers are often the receiver's credentials)
+            Err(reason) => Outcome::unsent(reason),
         });
         finished
     }

@@ -1,14 +1,13 @@
 //! A receiver's custom headers: names checked against the ones the service sets itself, values
-//! sealed with ChaCha20-Poly1305 (ring's AEAD) and opened only to send them.
+//! sealed with the service's keyring (`store::secrets`) and opened only to send them.
 
 use std::collections::BTreeMap;
 
 use kernel::Error;
 use kernel::error::FieldErrors;
-use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use store::secrets::Keyring;
 
 /// Contract: up to five custom headers.
 pub const MAX_HEADERS: usize = 5;
@@ -44,7 +43,7 @@ fn is_value(value: &str) -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Sealed {
     pub name: String,
-    /// Hex of nonce followed by ciphertext and tag.
+    /// `store::secrets`' sealed form (bare hex before key ids).
     pub sealed: String,
 }
 
@@ -97,79 +96,29 @@ pub fn parse(raw: &Value, keep_allowed: bool, errors: &mut FieldErrors) -> Reque
     requested
 }
 
-/// The key that seals header values. Operators give it as `SVC_WEBHOOKS_HEADER_KEY` (64 hex
-/// digits); without it the service makes one and keeps it in the database.
-#[derive(Clone)]
-pub struct HeaderKey {
-    key: std::sync::Arc<LessSafeKey>,
+/// Seals a value, bound to its header name (any case) so it cannot be moved to another.
+pub fn seal(keyring: &Keyring, name: &str, value: &str) -> Result<Sealed, Error> {
+    Ok(Sealed { name: name.to_owned(), sealed: keyring.seal(&context(name), value)? })
 }
 
-impl std::fmt::Debug for HeaderKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HeaderKey(..)")
-    }
-}
-
-impl HeaderKey {
-    pub const ENV: &'static str = "SVC_WEBHOOKS_HEADER_KEY";
-    const STORED_NAME: &'static str = "webhooks.header_key";
-
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        let unbound = UnboundKey::new(&CHACHA20_POLY1305, bytes)
-            .map_err(|_| Error::internal("the webhook header key must be 32 bytes"))?;
-        Ok(Self { key: std::sync::Arc::new(LessSafeKey::new(unbound)) })
-    }
-
-    pub fn from_hex(hex_key: &str) -> Result<Self, Error> {
-        let bytes =
-            hex::decode(hex_key.trim()).map_err(|_| Error::internal(format!("{} must be 64 hex digits", Self::ENV)))?;
-        Self::from_bytes(&bytes)
-    }
-
-    /// The configured key, or the one this database keeps (made on first use, the same for
-    /// every process sharing the database).
-    pub async fn load(conn: &mut store::Conn, configured: Option<&str>) -> Result<Self, Error> {
-        if let Some(hex_key) = configured {
-            return Self::from_hex(hex_key);
-        }
-        Self::from_bytes(&store::service_key(conn, Self::STORED_NAME).await?)
-    }
-
-    /// Seals a value, bound to its header name so a sealed value cannot be moved to another.
-    pub fn seal(&self, name: &str, value: &str) -> Result<Sealed, Error> {
-        let mut nonce = [0_u8; NONCE_LEN];
-        SystemRandom::new().fill(&mut nonce).map_err(|_| Error::internal("no randomness for a nonce"))?;
-        let mut buf = value.as_bytes().to_vec();
-        self.key
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), aad(name), &mut buf)
-            .map_err(|_| Error::internal("sealing a header value failed"))?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&buf);
-        Ok(Sealed { name: name.to_owned(), sealed: hex::encode(out) })
-    }
-
-    pub fn open(&self, sealed: &Sealed) -> Result<String, Error> {
-        let broken = || Error::internal(format!("the stored value of header {} cannot be opened", sealed.name));
-        let bytes = hex::decode(&sealed.sealed).map_err(|_| broken())?;
-        if bytes.len() < NONCE_LEN {
-            return Err(broken());
-        }
-        let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| broken())?;
-        let mut buf = ciphertext.to_vec();
-        let plain = self.key.open_in_place(nonce, aad(&sealed.name), &mut buf).map_err(|_| broken())?;
-        String::from_utf8(plain.to_vec()).map_err(|_| broken())
+/// Opens a stored value: sealed with a key id, or (bare hex) by the header key of earlier
+/// versions, which bound it to the lower-case name alone.
+pub fn open(keyring: &Keyring, sealed: &Sealed) -> Result<String, Error> {
+    if Keyring::is_sealed(&sealed.sealed) {
+        keyring.open(&context(&sealed.name), &sealed.sealed)
+    } else {
+        keyring.open_unnamed(&sealed.name.to_ascii_lowercase(), &sealed.sealed)
     }
 }
 
-fn aad(name: &str) -> Aad<Vec<u8>> {
-    Aad::from(name.to_ascii_lowercase().into_bytes())
+fn context(name: &str) -> String {
+    format!("webhook header {}", name.to_ascii_lowercase())
 }
 
 /// The stored set after a request: every value given is sealed afresh; a name sent as null
 /// keeps its stored value, which must exist.
 pub fn apply(
-    key: &HeaderKey,
+    keyring: &Keyring,
     stored: &[Sealed],
     requested: Requested,
     errors: &mut FieldErrors,
@@ -177,7 +126,7 @@ pub fn apply(
     let mut next = Vec::with_capacity(requested.len());
     for (name, value) in requested {
         match value {
-            Some(value) => next.push(key.seal(&name, &value)?),
+            Some(value) => next.push(seal(keyring, &name, &value)?),
             None => match stored.iter().find(|s| s.name.eq_ignore_ascii_case(&name)) {
                 // the stored value keeps the name's original spelling
                 Some(kept) => next.push(Sealed { name: name.clone(), ..kept.clone() }),
@@ -192,24 +141,41 @@ pub fn apply(
 mod tests {
     use super::*;
 
-    fn key() -> HeaderKey {
-        HeaderKey::from_bytes(&[7_u8; 32]).expect("sealing works")
+    fn key() -> Keyring {
+        Keyring::new(&[7_u8; 32], &[]).expect("sealing works")
     }
 
     #[test]
     fn sealed_values_open_only_under_their_own_name_and_key() {
-        let sealed = key().seal("Authorization", "Bearer abc").expect("sealing works");
-        assert!(!sealed.sealed.contains(&hex::encode("Bearer abc")));
-        assert_eq!(key().open(&sealed).expect("sealing works"), "Bearer abc");
+        let sealed = seal(&key(), "Authorization", "Bearer abc").expect("sealing works");
+        assert!(!sealed.sealed.contains("Bearer abc") && !sealed.sealed.contains(&hex::encode("Bearer abc")));
+        assert_eq!(open(&key(), &sealed).expect("sealing works"), "Bearer abc");
         // the name is bound (any case of it)
         assert_eq!(
-            key().open(&Sealed { name: "authorization".into(), ..sealed.clone() }).expect("sealing works"),
+            open(&key(), &Sealed { name: "authorization".into(), ..sealed.clone() }).expect("sealing works"),
             "Bearer abc"
         );
-        assert!(key().open(&Sealed { name: "X-Other".into(), ..sealed.clone() }).is_err());
-        assert!(HeaderKey::from_bytes(&[8_u8; 32]).expect("sealing works").open(&sealed).is_err());
+        assert!(open(&key(), &Sealed { name: "X-Other".into(), ..sealed.clone() }).is_err());
+        assert!(open(&Keyring::new(&[8_u8; 32], &[]).expect("sealing works"), &sealed).is_err());
         // two seals of one value differ (fresh nonce)
-        assert_ne!(key().seal("Authorization", "Bearer abc").expect("sealing works").sealed, sealed.sealed);
+        assert_ne!(seal(&key(), "Authorization", "Bearer abc").expect("sealing works").sealed, sealed.sealed);
+    }
+
+    #[test]
+    fn values_sealed_before_key_ids_still_open() {
+        // the form of earlier versions: hex of nonce, ciphertext and tag, bound to the name
+        use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+        let legacy = LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &[7_u8; 32]).expect("key"));
+        let nonce = [3_u8; 12];
+        let mut buf = b"Bearer old".to_vec();
+        legacy
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(b"x-token".to_vec()), &mut buf)
+            .expect("seal");
+        let sealed = Sealed { name: "X-Token".into(), sealed: hex::encode([nonce.as_slice(), &buf].concat()) };
+        // under a new current key with the old one kept
+        let ring = Keyring::new(&[9_u8; 32], &[&[7_u8; 32]]).expect("keys");
+        assert_eq!(open(&ring, &sealed).expect("opens"), "Bearer old");
+        assert!(open(&Keyring::new(&[9_u8; 32], &[]).expect("keys"), &sealed).is_err());
     }
 
     #[test]
@@ -261,14 +227,14 @@ mod tests {
 
     #[test]
     fn apply_keeps_stored_values_for_nulls_and_refuses_unknown_ones() {
-        let stored = vec![key().seal("X-Keep", "secret").expect("sealing works")];
+        let stored = vec![seal(&key(), "X-Keep", "secret").expect("sealing works")];
         let mut errors = FieldErrors::new();
         let requested = Requested::from([("x-keep".to_owned(), None), ("X-New".to_owned(), Some("v".to_owned()))]);
         let next = apply(&key(), &stored, requested, &mut errors).expect("sealing works");
         assert!(errors.is_empty());
         assert_eq!(next.len(), 2);
         let kept = next.iter().find(|s| s.name == "x-keep").expect("sealing works");
-        assert_eq!(key().open(kept).expect("sealing works"), "secret");
+        assert_eq!(open(&key(), kept).expect("sealing works"), "secret");
 
         let mut errors = FieldErrors::new();
         apply(&key(), &stored, Requested::from([("X-Missing".to_owned(), None)]), &mut errors).expect("sealing works");

@@ -11,9 +11,11 @@
 //!     let pool = db.pool();
 //!     let mut conn = store::connect(&pool).await.unwrap();
 //!     let tenant = TenantId(accounts::tenants::create(&mut conn, "Duka", "TZS").await.unwrap().id);
-//!     let service = WebhookService::new(pool, Clock::system(), Catalogue::standard(), WebhooksConfig::default())
-//!         .await
-//!         .unwrap();
+//!     // with nothing configured, a key this database keeps seals the secrets
+//!     let keyring = store::secrets::Keyring::load(&mut conn, &Default::default()).await.unwrap();
+//!     let service =
+//!         WebhookService::new(pool, Clock::system(), Catalogue::standard(), WebhooksConfig::default(), keyring)
+//!             .unwrap();
 //!
 //!     let caller = Caller::operator(tenant, "255");
 //!     let input = NewWebhook {
@@ -41,6 +43,7 @@ pub mod headers;
 pub mod log;
 pub mod receivers;
 mod schema;
+pub mod secrets;
 mod service;
 pub mod signing;
 pub mod status;

@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use crate::attempt::{self, Target};
+use crate::attempt;
 use crate::schema::{webhook_attempts, webhook_deliveries, webhook_notifications};
 use crate::status::{DeliveryEvent, DeliveryState};
 use crate::{DeliveryId, WebhookId, WebhookService, catalogue};
@@ -434,21 +434,27 @@ impl WebhookService {
             let mut conn = self.conn().await?;
             self.row(&mut conn, caller.tenant_id, webhook).await?
         };
-        let headers = row
-            .sealed_headers()
-            .iter()
-            .map(|h| Ok((h.name.clone(), self.key.open(h)?)))
-            .collect::<Result<_, Error>>()?;
-        let target =
-            Target { url: row.url.clone(), secret: row.secret.clone(), headers, legacy_http: row.legacy_http() };
+        let target = crate::secrets::target(
+            &self.keyring,
+            row.id,
+            row.url.clone(),
+            &row.secret,
+            &row.sealed_headers(),
+            row.legacy_http(),
+        );
         let now = self.clock.now();
         let (delivery_id, event_id) = (Uuid::new_v4().to_string(), Uuid::new_v4());
         let body =
             serde_json::to_vec(&catalogue::envelope(event, event_id, now, payload, true)).map_err(Error::internal)?;
         let event_id = event_id.to_string();
         let delivery = attempt::Delivery { delivery_id: &delivery_id, event, event_id: &event_id, body: &body };
-        let outcome =
-            attempt::send(&self.client, &self.config.policy, &target, &delivery, now, self.config.excerpt_limit).await;
+        let outcome = match target {
+            Ok(target) => {
+                attempt::send(&self.client, &self.config.policy, &target, &delivery, now, self.config.excerpt_limit)
+                    .await
+            }
+            Err(reason) => attempt::Outcome::unsent(reason),
+        };
         Ok(TestResult {
             delivered: outcome.succeeded(),
             status: outcome.status,

@@ -47,11 +47,18 @@ pub struct Webhook {
 }
 
 /// A receiver with its signing secret: the answer to registration and rotation only.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Clone, Serialize, ToSchema)]
 pub struct WithSecret {
     #[serde(flatten)]
     pub webhook: Webhook,
     pub secret: String,
+}
+
+// Debug leaves the secret out.
+impl std::fmt::Debug for WithSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithSecret").field("webhook", &self.webhook).finish_non_exhaustive()
+    }
 }
 
 /// Lead-event filters: each non-empty list must name the lead as it is after the change.
@@ -269,7 +276,7 @@ impl WebhookService {
             None | Some(Value::Null) => headers::Requested::new(),
             Some(raw) => headers::parse(raw, false, &mut errors),
         };
-        let sealed = headers::apply(&self.key, &[], requested, &mut errors)?;
+        let sealed = headers::apply(&self.keyring, &[], requested, &mut errors)?;
         errors.finish()?;
         let secret = signing::new_secret().map_err(|_| Error::internal("no randomness for a secret"))?;
         let now = self.clock.now();
@@ -281,7 +288,7 @@ impl WebhookService {
                 webhooks::events.eq(&events),
                 webhooks::filters.eq(filters.map(|f| serde_json::to_value(f).unwrap_or_default())),
                 webhooks::headers.eq(serde_json::to_value(&sealed).map_err(Error::internal)?),
-                webhooks::secret.eq(&secret),
+                webhooks::secret.eq(self.keyring.seal(crate::secrets::SECRET, &secret)?),
                 webhooks::created_at.eq(now),
                 webhooks::updated_at.eq(now),
                 webhooks::url_changed_at.eq(now),
@@ -342,7 +349,7 @@ impl WebhookService {
             Patch::Null => Vec::new(),
             Patch::Set(raw) => {
                 let requested = headers::parse(&raw, true, &mut errors);
-                headers::apply(&self.key, &row.sealed_headers(), requested, &mut errors)?
+                headers::apply(&self.keyring, &row.sealed_headers(), requested, &mut errors)?
             }
         };
         errors.finish()?;
@@ -386,7 +393,10 @@ impl WebhookService {
         let row: Row = diesel::update(
             webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id.0)),
         )
-        .set((webhooks::secret.eq(&secret), webhooks::updated_at.eq(self.clock.now())))
+        .set((
+            webhooks::secret.eq(self.keyring.seal(crate::secrets::SECRET, &secret)?),
+            webhooks::updated_at.eq(self.clock.now()),
+        ))
         .returning(Row::as_returning())
         .get_result(&mut conn)
         .await

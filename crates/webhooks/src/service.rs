@@ -7,7 +7,6 @@ use kernel::{Caller, Clock, Error, Permission};
 
 use crate::catalogue::{Catalogue, Listing};
 use crate::guard;
-use crate::headers::HeaderKey;
 
 /// Tunables, from the environment in the gateway (docs/operations.md).
 #[derive(Debug, Clone)]
@@ -29,8 +28,6 @@ pub struct WebhooksConfig {
     pub excerpt_limit: usize,
     /// Consecutive failed attempts that pause a receiver.
     pub pause_after: i32,
-    /// 64 hex digits; without it the database keeps a generated key.
-    pub header_key: Option<String>,
 }
 
 impl Default for WebhooksConfig {
@@ -44,7 +41,6 @@ impl Default for WebhooksConfig {
             poll_interval: Duration::from_secs(1),
             excerpt_limit: 1_024,
             pause_after: 50,
-            header_key: None,
         }
     }
 }
@@ -56,30 +52,22 @@ pub struct WebhookService {
     pub(crate) clock: Clock,
     pub(crate) catalogue: Arc<Catalogue>,
     pub(crate) config: Arc<WebhooksConfig>,
-    pub(crate) key: HeaderKey,
+    /// Seals custom header values and signing secrets (`store::secrets`).
+    pub(crate) keyring: store::secrets::Keyring,
     pub(crate) client: reqwest::Client,
 }
 
 impl WebhookService {
-    /// Loads the header key (making one on first use when none is configured).
-    pub async fn new(
+    /// `keyring` seals custom header values and signing secrets.
+    pub fn new(
         pool: store::Pool,
         clock: Clock,
         catalogue: Catalogue,
         config: WebhooksConfig,
+        keyring: store::secrets::Keyring,
     ) -> Result<Self, Error> {
-        let key = {
-            let mut conn = store::connect(&pool).await?;
-            HeaderKey::load(&mut conn, config.header_key.as_deref()).await?
-        };
-        if config.header_key.is_none() {
-            tracing::info!(
-                "custom webhook header values are sealed with a key kept in the database; set {} to keep it elsewhere",
-                HeaderKey::ENV
-            );
-        }
         let client = guard::client(config.policy, config.timeout).map_err(Error::internal)?;
-        Ok(Self { pool, clock, catalogue: Arc::new(catalogue), config: Arc::new(config), key, client })
+        Ok(Self { pool, clock, catalogue: Arc::new(catalogue), config: Arc::new(config), keyring, client })
     }
 
     pub fn config(&self) -> &WebhooksConfig {

@@ -53,7 +53,7 @@ async fn a_hanging_sms_provider_is_cut_off_while_another_channel_keeps_sending()
                 api_key: Some(format!("atsk_{code}")),
                 throughput_per_second: None,
             };
-            messaging::channels::add(&mut conn, acme.tenant, channel).await.expect("channel");
+            messaging::channels::add(&mut conn, &app.keyring, acme.tenant, channel).await.expect("channel");
             let sender = NewSender {
                 channel: code.into(),
                 kind: "sender_id".into(),

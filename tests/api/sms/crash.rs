@@ -81,7 +81,9 @@ async fn provision(conn: &mut store::Conn, acme: &Account, provider: &MockServer
         api_key: Some("atsk_crash_test".into()),
         throughput_per_second: Some(throughput),
     };
-    messaging::channels::add(conn, acme.tenant, channel).await.expect("channel");
+    let secrets = gateway::config::Config::from_env().expect("configuration").secrets;
+    let keyring = store::secrets::Keyring::load(conn, &secrets).await.expect("keyring");
+    messaging::channels::add(conn, &keyring, acme.tenant, channel).await.expect("channel");
     let sender =
         NewSender { channel: "at".into(), kind: "sender_id".into(), value: "ACME".into(), label: None, status: None };
     messaging::channels::add_sender(conn, acme.tenant, sender).await.expect("sender");

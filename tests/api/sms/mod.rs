@@ -48,7 +48,7 @@ where
     let mut conn = app.conn().await;
     let new =
         NewChannel { kind: "sms".into(), provider: "sandbox".into(), code: Some("main".into()), ..Default::default() };
-    let channel = messaging::channels::add(&mut conn, account.tenant, new).await.expect("channel");
+    let channel = messaging::channels::add(&mut conn, &app.keyring, account.tenant, new).await.expect("channel");
     let sender = NewSender {
         channel: "main".into(),
         kind: "sender_id".into(),

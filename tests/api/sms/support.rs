@@ -146,8 +146,10 @@ where
 
 /// Adds a channel to a tenant.
 pub async fn add_channel(pool: &store::Pool, tenant: TenantId, new: NewChannel) -> Channel {
+    let secrets = gateway::config::Config::from_env().expect("configuration").secrets;
+    let keyring = gateway::keyring(pool, &secrets).await.expect("keyring");
     let mut conn = store::connect(pool).await.expect("connection");
-    messaging::channels::add(&mut conn, tenant, new).await.expect("channel")
+    messaging::channels::add(&mut conn, &keyring, tenant, new).await.expect("channel")
 }
 
 /// A sandbox SMS channel with `code`.

@@ -72,6 +72,21 @@ pub enum AdminCommand {
     /// Files that data-table `file` columns refer to.
     #[command(subcommand)]
     DataFile(DataFileCommand),
+    /// The keys that seal secrets at rest.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Re-seal every sealed value (webhook secrets and header values, channel credentials)
+    /// under the current key, so older keys can be dropped; prints the key id. Safe to run
+    /// again: what is already under the current key is left alone.
+    Rotate {
+        /// Then delete the key the database keeps (only with SVC_SECRETS_KEY set).
+        #[arg(long)]
+        forget_stored_key: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -206,6 +221,19 @@ pub enum ChannelCommand {
         /// Messages per second the provider account allows.
         #[arg(long)]
         throughput: Option<i32>,
+    },
+    /// Replace a channel's provider credentials (a new API key, or a lost secrets key).
+    SetCredentials {
+        #[arg(long)]
+        tenant: i64,
+        /// The channel's id or code.
+        channel: String,
+        #[arg(long)]
+        base_url: Option<String>,
+        #[arg(long)]
+        username: Option<String>,
+        #[arg(long)]
+        api_key: Option<String>,
     },
     /// Switch a channel on or off: a disabled channel routes nothing, and messages already
     /// queued on it wait until it is active again.
@@ -360,7 +388,8 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
         }) => {
             let new =
                 NewChannel { kind, provider, code, base_url, username, api_key, throughput_per_second: throughput };
-            let channel = messaging::channels::add(conn, TenantId(tenant), new).await?;
+            let keyring = crate::keyring(&pool, &config.secrets).await?;
+            let channel = messaging::channels::add(conn, &keyring, TenantId(tenant), new).await?;
             let hooks = format!("{}/hooks/sms/{}", config.public_url.trim_end_matches('/'), channel.callback_token);
             let value = json!({
                 "id": channel.id,
@@ -368,6 +397,12 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 "callback_urls": {"delivery": format!("{hooks}/delivery"), "inbound": format!("{hooks}/inbound")},
             });
             (channel.id.to_string(), value)
+        }
+        AdminCommand::Channel(ChannelCommand::SetCredentials { tenant, channel, base_url, username, api_key }) => {
+            let keyring = crate::keyring(&pool, &config.secrets).await?;
+            let new = NewChannel { base_url, username, api_key, ..NewChannel::default() };
+            let channel = messaging::channels::set_credentials(conn, &keyring, TenantId(tenant), &channel, new).await?;
+            (channel.id.to_string(), json!({"id": channel.id, "code": channel.code}))
         }
         AdminCommand::Channel(ChannelCommand::SetStatus { tenant, channel, status }) => {
             let channel = messaging::channels::set_status(conn, TenantId(tenant), &channel, &status).await?;
@@ -392,7 +427,8 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let demo = accounts::demo::ensure(conn, key.as_deref(), now).await?;
             demo_data_tables(&pool, config, TenantId(demo.tenant_id)).await?;
             // a sandbox SMS channel with a sender id, and something to spend
-            messaging::channels::ensure_demo(conn, TenantId(demo.tenant_id)).await?;
+            let keyring = crate::keyring(&pool, &config.secrets).await?;
+            messaging::channels::ensure_demo(conn, &keyring, TenantId(demo.tenant_id)).await?;
             if accounts::wallet::get(conn, TenantId(demo.tenant_id)).await?.balance_minor <= 0 {
                 accounts::wallet::credit(conn, TenantId(demo.tenant_id), DEMO_CREDIT_MINOR, Some("demo credit"))
                     .await?;
@@ -422,6 +458,20 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let mime_type = mime_type.unwrap_or_else(|| mime_of(&name).to_owned());
             let id = data_service(&pool, config).await?.store_file(TenantId(tenant), &name, &mime_type, bytes).await?;
             (id.to_string(), json!({"id": id, "name": name, "mime_type": mime_type}))
+        }
+        AdminCommand::Secrets(SecretsCommand::Rotate { forget_stored_key }) => {
+            if forget_stored_key && config.secrets.current.is_none() {
+                return Err(Error::validation(format!(
+                    "--forget-stored-key needs {} set: the key the database keeps is the current one",
+                    store::secrets::SecretsConfig::KEY_ENV
+                )));
+            }
+            let services = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?;
+            let (webhooks, channels) = services.reseal().await?;
+            let forgotten = if forget_stored_key { store::secrets::forget_stored_keys(conn).await? } else { 0 };
+            let key_id = services.keyring.current_id().to_owned();
+            let value = json!({"key_id": key_id, "webhooks": webhooks, "channels": channels, "stored_keys_forgotten": forgotten});
+            (key_id, value)
         }
         AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
             let field = leads::fields::remove_field(conn, TenantId(tenant), &key).await?;

@@ -129,7 +129,10 @@ mod tests {
     fn details_go_inside_error_and_rate_limits_say_when() {
         let error = Error::new(ErrorKind::RateLimited, "slow down").with_detail("retry_after_seconds", 7);
         let response = DataError(error.clone()).error_response();
-        assert_eq!(response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("7"));
+        assert_eq!(
+            response.headers().get(actix_web::http::header::RETRY_AFTER).and_then(|v| v.to_str().ok()),
+            Some("7")
+        );
         assert_eq!(error_body(&error)["error"]["retry_after_seconds"], 7);
         let quota = Error::payment_required("full")
             .with_detail("quota", "records")

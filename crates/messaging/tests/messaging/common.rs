@@ -25,7 +25,9 @@ pub async fn env() -> Env {
     let db = TestDb::new().await;
     let pool = db.pool();
     let sandbox = Arc::new(providers::Sandbox::new(Default::default()));
-    let gateways = Gateways::new(providers::http_client().expect("http client"), sandbox, Duration::from_secs(5));
+    let keyring = store::secrets::Keyring::load(&mut *conn(&pool).await, &Default::default()).await.expect("keyring");
+    let gateways =
+        Gateways::new(providers::http_client().expect("http client"), sandbox, Duration::from_secs(5), keyring);
     let service = MessagingService::new(pool.clone(), Clock::system(), gateways, MessagingConfig::default());
     Env { _db: db, pool, service }
 }
@@ -42,7 +44,7 @@ pub async fn tenant(env: &Env, calling_code: &str, balance_minor: i64) -> Caller
     let tenant = TenantId(tenant.id);
     let new =
         NewChannel { kind: "sms".into(), provider: "sandbox".into(), code: Some("main".into()), ..Default::default() };
-    messaging::channels::add(&mut conn, tenant, new).await.expect("channel");
+    messaging::channels::add(&mut conn, env.service.gateways().keyring(), tenant, new).await.expect("channel");
     let sender =
         NewSender { channel: "main".into(), kind: "sender_id".into(), value: "ACME".into(), label: None, status: None };
     messaging::channels::add_sender(&mut conn, tenant, sender).await.expect("sender");

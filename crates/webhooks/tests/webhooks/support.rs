@@ -37,7 +37,11 @@ pub async fn setup(pause_after: i32) -> Setup {
         ..WebhooksConfig::default()
     };
     let catalogue = Catalogue::standard().with_filter("leads", leads::filters::matches);
-    let service = WebhookService::new(pool.clone(), Clock::system(), catalogue, config).await.expect("service");
+    let keyring = {
+        let mut conn = store::connect(&pool).await.expect("connection");
+        store::secrets::Keyring::load(&mut conn, &Default::default()).await.expect("keyring")
+    };
+    let service = WebhookService::new(pool.clone(), Clock::system(), catalogue, config, keyring).expect("service");
     Setup { _db: db, pool, service, tenant, caller: Caller::operator(tenant, "255") }
 }
 
