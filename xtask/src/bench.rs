@@ -855,7 +855,9 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
             Box::pin(async move { api.lead_upsert(op.seq).await })
         }),
         Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders | Work::DataPage | Work::DataCreates => {
-            return Err("the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into());
+            return Err(
+                "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+            );
         }
     };
     Ok(op)

@@ -550,7 +550,11 @@ impl Report {
             .iter()
             .filter_map(|w| {
                 let o = w.open_loop.as_ref()?;
-                let verdict = if o.target.met { "met".to_owned() } else { format!("**missed** ({:.0}% off)", o.target.off_by_pct) };
+                let verdict = if o.target.met {
+                    "met".to_owned()
+                } else {
+                    format!("**missed** ({:.0}% off)", o.target.off_by_pct)
+                };
                 Some(vec![
                     w.label(),
                     rate(o.offered_per_second),

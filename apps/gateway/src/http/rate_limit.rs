@@ -223,21 +223,22 @@ impl PostgresLimiter {
         let id = i64::from_ne_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default());
         let until = now + LEASE_LIFE;
         let mut conn = store::connect(&self.pool).await?;
-        let lease: Granted = diesel::sql_query(
-            "SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind::<Bytea, _>(key)
-        .bind::<Timestamptz, _>(now)
-        .bind::<Interval, _>(diesel::data_types::PgInterval::from_microseconds(WINDOW.whole_microseconds() as i64))
-        .bind::<Integer, _>(self.limit as i32)
-        .bind::<Integer, _>(MAX_LEASE)
-        .bind::<BigInt, _>(id)
-        .bind::<Timestamptz, _>(until)
-        .bind::<Array<BigInt>, _>(settled)
-        .bind::<Array<Timestamptz>, _>(spent_at)
-        .bind::<Array<Integer>, _>(spent)
-        .get_result(&mut conn)
-        .await?;
+        let lease: Granted =
+            diesel::sql_query("SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+                .bind::<Bytea, _>(key)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Interval, _>(diesel::data_types::PgInterval::from_microseconds(
+                    WINDOW.whole_microseconds() as i64
+                ))
+                .bind::<Integer, _>(self.limit as i32)
+                .bind::<Integer, _>(MAX_LEASE)
+                .bind::<BigInt, _>(id)
+                .bind::<Timestamptz, _>(until)
+                .bind::<Array<BigInt>, _>(settled)
+                .bind::<Array<Timestamptz>, _>(spent_at)
+                .bind::<Array<Integer>, _>(spent)
+                .get_result(&mut conn)
+                .await?;
         drop(conn);
 
         let mut tokens = self.shard(&short);
@@ -246,8 +247,7 @@ impl PostgresLimiter {
         leases.oldest = lease.oldest;
         let allowed = lease.granted > 0;
         if allowed {
-            let mut granted =
-                Lease { id, until, left: lease.granted as u32, spent: Vec::with_capacity(4) };
+            let mut granted = Lease { id, until, left: lease.granted as u32, spent: Vec::with_capacity(4) };
             granted.spend(now);
             leases.open.push(granted);
         }
