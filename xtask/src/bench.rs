@@ -863,8 +863,9 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
     Ok(op)
 }
 
-/// Open-loop runs number their operations from here, past any closed run's: new numbers, new people.
-const OPEN_LOOP_FIRST_SEQ: u64 = 10_000_000;
+/// Open-loop runs number their operations from here, past any closed run's: new numbers, new
+/// people. Contact numbers stay valid (0713000000 and up; 0722... is no Tanzanian mobile range).
+const OPEN_LOOP_FIRST_SEQ: u64 = 1_000_000;
 /// Requests an open-loop run may have in flight: far more than half the saturated rate needs,
 /// so the schedule, not the generator, decides when requests start.
 const OPEN_LOOP_IN_FLIGHT: usize = 512;
