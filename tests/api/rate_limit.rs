@@ -1,9 +1,12 @@
 //! 120 requests per minute per Bearer token as a sliding log (contract: Limits; issue 2,
 //! Gateway), for the in-process and the PostgreSQL-backed limiter alike. Each scenario is a
 //! function run once per limiter; time moves by the app's manual clock, never by sleeping.
+//! The PostgreSQL limiter's leases are also checked across two gateways sharing one database.
 
 use actix_web::test::TestRequest;
 use api_tests::{Limiter, Resp, json, spawn_with};
+use gateway::http::rate_limit::PostgresLimiter;
+use store::testing::TestDb;
 use time::{Duration, OffsetDateTime};
 
 use crate::framework::assert_error;
@@ -267,4 +270,95 @@ async fn unauthenticated_requests_are_not_counted_in_memory() {
 #[actix_web::test]
 async fn unauthenticated_requests_are_not_counted_in_postgres() {
     unauthenticated_not_counted(POSTGRES).await;
+}
+
+/// Two gateways on one database: two PostgreSQL limiters on one pool share the log, each
+/// spending leases of permits in its own process.
+fn two_gateways(db: &TestDb, limit: u32) -> [PostgresLimiter; 2] {
+    [PostgresLimiter::new(limit, db.pool()), PostgresLimiter::new(limit, db.pool())]
+}
+
+/// Accepted times, sorted: never more than `LIMIT` in any rolling 60 seconds.
+fn assert_never_over_the_limit(accepted: &[OffsetDateTime]) {
+    for (i, at) in accepted.iter().enumerate() {
+        let in_window = accepted[..=i].iter().filter(|t| **t > *at - Duration::seconds(60)).count();
+        assert!(in_window <= LIMIT as usize, "{in_window} accepted in the minute up to {at}");
+    }
+}
+
+/// A burst split between two gateways gets exactly the limit, however the leases fall; then,
+/// with requests landing on either gateway at uneven times, never more than the limit in any
+/// rolling minute, and (the documented tolerance) at most a few refused early.
+#[actix_web::test]
+async fn the_limit_holds_across_two_gateways_sharing_one_database() {
+    let db = TestDb::new().await;
+    let gateways = two_gateways(&db, LIMIT);
+    let key = [9u8; 32];
+    let t0 = OffsetDateTime::now_utc().replace_nanosecond(0).expect("valid time");
+
+    let mut accepted = Vec::new();
+    for i in 0..2 * LIMIT as usize {
+        let decision = gateways[i % 2].check(&key, t0).await.expect("checked");
+        if decision.allowed {
+            accepted.push(t0);
+        } else {
+            assert_eq!(decision.remaining, 0);
+            assert_eq!(decision.reset, (t0 + Duration::seconds(60)).unix_timestamp());
+        }
+    }
+    assert_eq!(accepted.len(), LIMIT as usize, "a burst over two gateways");
+
+    // Ten minutes at about 5 requests a second (2.5 times the limit), each on either gateway.
+    let mut now = t0 + Duration::seconds(60);
+    let mut seed: u64 = 15;
+    let mut steady = Vec::new();
+    while now < t0 + Duration::minutes(11) {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        now += Duration::milliseconds(((seed >> 33) % 400) as i64);
+        let gateway = &gateways[((seed >> 20) & 1) as usize];
+        if gateway.check(&key, now).await.expect("checked").allowed {
+            steady.push(now);
+        }
+    }
+    accepted.extend(&steady);
+    assert_never_over_the_limit(&accepted);
+    // The limit is used, not only respected: at most one grain and one lease's worth short.
+    assert!(steady.len() >= 10 * LIMIT as usize - 30, "{} accepted in 10 minutes", steady.len());
+}
+
+#[derive(diesel::QueryableByName, Debug, PartialEq)]
+struct LogRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    permits: i32,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    leased: bool,
+}
+
+async fn log_rows(db: &TestDb) -> Vec<LogRow> {
+    use diesel_async::RunQueryDsl;
+    let mut conn = store::connect(&db.pool()).await.expect("connection");
+    diesel::sql_query("SELECT permits, lease IS NOT NULL AS leased FROM rate_limit_hits ORDER BY at")
+        .load(&mut conn)
+        .await
+        .expect("the log")
+}
+
+/// Far from its limit, a token costs one statement per lease, not one row per request: 100
+/// requests write one lease of 256 permits; once the lease ends, the next statement settles
+/// it with the 100 permits spent (at one time here) and takes a new lease.
+#[actix_web::test]
+async fn a_gateway_takes_permits_in_leases() {
+    let db = TestDb::new().await;
+    let [gateway, _] = two_gateways(&db, 1_000_000);
+    let key = [3u8; 32];
+    let t0 = OffsetDateTime::now_utc().replace_nanosecond(0).expect("valid time");
+    for i in 0..100 {
+        let decision = gateway.check(&key, t0).await.expect("checked");
+        assert!(decision.allowed);
+        assert_eq!(decision.remaining, 1_000_000 - 1 - i);
+    }
+    assert_eq!(log_rows(&db).await, [LogRow { permits: 256, leased: true }]);
+
+    assert!(gateway.check(&key, t0 + Duration::seconds(2)).await.expect("checked").allowed);
+    assert_eq!(log_rows(&db).await, [LogRow { permits: 100, leased: false }, LogRow { permits: 256, leased: true }]);
 }

@@ -30,6 +30,7 @@ use std::env;
 use std::fs::{self, OpenOptions};
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +43,7 @@ use tokio::time::Instant;
 
 use self::api::Api;
 use self::load::{Measured, Timing, drive};
-use self::report::{Outcome, Report, WorkloadResult};
+use self::report::{OpenRun, Outcome, Report, WorkloadResult};
 use self::sql::{Db, SmsRoute};
 use self::sys::{CpuMeter, Machine};
 use crate::pg::{self, Cluster, Server};
@@ -138,6 +139,9 @@ pub struct Workload {
     /// For the campaign: the longest it may take per 100,000 contacts, in seconds; for the
     /// product batch: the longest any batch may take.
     pub max_seconds: Option<f64>,
+    /// The p99 wanted at a fixed rate of half the raw side's (open loop), in ms; the workloads
+    /// with one are run a third time so (see [`load::drive_open`]).
+    pub open_loop_p99_ms: Option<f64>,
     /// What the raw side runs per operation (raw SQL, except for the webhook workload).
     pub raw_sql: &'static str,
 }
@@ -159,6 +163,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_READ_P99_MS),
         raw_sql: "authentication lookup (api_keys JOIN tenants LEFT JOIN users); tenant by id",
     },
     Workload {
@@ -171,6 +176,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_WRITE_P99_MS),
         raw_sql: "authentication lookup; group with default calling code; INSERT ... ON CONFLICT DO NOTHING RETURNING",
     },
     Workload {
@@ -183,6 +189,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: None,
         raw_sql: "authentication lookup; group lookup; count(*) with name ILIKE; page of 100 with name ILIKE ORDER BY id DESC",
     },
     Workload {
@@ -195,6 +202,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: None,
         raw_sql: "authentication lookup; group with default calling code; existing numbers (unnest JOIN); BEGIN; one 500-row INSERT; COMMIT",
     },
     Workload {
@@ -207,6 +215,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: None,
         raw_sql: "as 1, plus SELECT * FROM rate_limit_hit(key_hash, now(), '1 minute', 100000000)",
     },
     Workload {
@@ -219,6 +228,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(25.0),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_WRITE_P99_MS),
         raw_sql: "authentication lookup; BEGIN; UPDATE wallets (debit) RETURNING; INSERT wallet_ledger; \
                   INSERT messages RETURNING id; INSERT jobs (messaging.send); COMMIT",
     },
@@ -232,6 +242,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: None,
         max_rss_mb: 200.0,
         max_seconds: Some(30.0),
+        open_loop_p99_ms: None,
         raw_sql: "authentication lookup; BEGIN; INSERT campaigns; one INSERT messages ... SELECT ... FROM contacts \
                   WHERE group_id with its jobs INSERT ... SELECT (chunks of 500) in the same statement; \
                   UPDATE wallets (debit); INSERT wallet_ledger; UPDATE campaigns; COMMIT",
@@ -246,6 +257,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: None,
         raw_sql: "not SQL: a plain reqwest loop, 32 tasks POSTing the same envelope to the same receiver, \
                   signed per request (X-Signature, X-Signature-V2 by ring HMAC-SHA256; X-Timestamp, \
                   X-Delivery-Id, X-Event, X-Event-Id)",
@@ -260,6 +272,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(30.0),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_WRITE_P99_MS),
         raw_sql: "authentication lookup; SELECT lead_id FROM lead_identities (tenant, 'phone', E.164 digits); \
                   found: BEGIN; UPDATE leads (company, updated_at, last_activity_at); INSERT lead_activities \
                   ('updated'); COMMIT; new: BEGIN; INSERT leads; INSERT lead_identities; INSERT lead_activities \
@@ -275,6 +288,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: Some(5.0),
+        open_loop_p99_ms: None,
         raw_sql: "authentication lookup; BEGIN; INSERT catalogue_brands and catalogue_categories ... SELECT FROM \
                   unnest ON CONFLICT DO NOTHING; one INSERT INTO products ... SELECT FROM unnest(5,000 rows) JOIN \
                   brands and categories ON CONFLICT (catalogue_id, sku, tenant_id) DO UPDATE, with a 'sync' stock_movements row \
@@ -290,6 +304,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(30.0),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_WRITE_P99_MS),
         raw_sql: "authentication lookup; the shop's settings; BEGIN; SELECT ... FROM products WHERE sku = ANY \
                   ORDER BY id FOR UPDATE; UPDATE products SET reserved (unnest); INSERT orders RETURNING id; INSERT \
                   order_lines (unnest); INSERT stock_movements ('reserve'); INSERT jobs (commerce.expire_hold); \
@@ -305,6 +320,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: Some(data_tables::PAGE_P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_READ_P99_MS),
         raw_sql: data_tables::RAW_PAGE,
     },
     Workload {
@@ -317,6 +333,7 @@ static WORKLOADS: [Workload; 13] = [
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
+        open_loop_p99_ms: None,
         raw_sql: data_tables::RAW_CREATE,
     },
 ];
@@ -547,6 +564,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
         let gateway = Gateway::start(setup, workload.limiter(), &api).await?;
         let api_side = run.api_side(workload, &gateway).await?;
         let (raw, raw_cpu) = run.raw_side(workload, &gateway).await?;
+        let open = run.open_side(workload, raw.rate()).await?;
         gateway.stop().await?;
         outcomes.push(Outcome {
             workload,
@@ -556,6 +574,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             api_cpu: api_side.cpu,
             raw_cpu,
             facts: None,
+            open,
         });
     }
 
@@ -582,7 +601,11 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
         connections: report::CONNECTIONS,
         load,
         preloaded_leads: workloads.iter().any(|w| w.work == Work::LeadUpsert).then_some(data::PRELOADED_LEADS),
-        workloads: outcomes.iter().map(WorkloadResult::new).collect(),
+        workloads: {
+            let mut results: Vec<WorkloadResult> = outcomes.iter().map(WorkloadResult::new).collect();
+            report::compare_shared_limiter(&mut results);
+            results
+        },
     })
 }
 
@@ -683,66 +706,44 @@ impl Run<'_> {
         let group = self.prepare(workload, "API").await?;
         let label = format!("{}. {} · API", workload.number, workload.name);
         let before = self.meter.read(gateway.pid);
-        let api = Arc::clone(self.api);
         let (n, timing) = (workload.connections, self.timing);
-        let measured = match workload.work {
-            Work::Me | Work::MeSharedLimiter => {
-                drive(&label, n, timing, move |_| {
-                    let api = Arc::clone(&api);
-                    async move { api.me().await }
-                })
-                .await?
-            }
-            Work::CreateContact => {
-                drive(&label, n, timing, move |op| {
-                    let api = Arc::clone(&api);
-                    async move { api.create_contact(group, op.seq).await }
-                })
-                .await?
-            }
-            Work::SearchPage => {
-                drive(&label, n, timing, move |_| {
-                    let api = Arc::clone(&api);
-                    async move { api.search_page(group).await }
-                })
-                .await?
-            }
-            Work::Batch => {
-                drive(&label, n, timing, move |op| {
-                    let api = Arc::clone(&api);
-                    async move { api.batch(group, op.seq).await }
-                })
-                .await?
-            }
-            Work::SmsSend => {
-                drive(&label, n, timing, move |op| {
-                    let api = Arc::clone(&api);
-                    async move { api.sms_send(op.seq).await }
-                })
-                .await?
-            }
-            Work::LeadUpsert => {
-                drive(&label, n, timing, move |op| {
-                    let api = Arc::clone(&api);
-                    async move { api.lead_upsert(op.seq).await }
-                })
-                .await?
-            }
-            Work::Campaign
-            | Work::Webhooks
-            | Work::ProductBatch
-            | Work::Orders
-            | Work::DataPage
-            | Work::DataCreates => {
-                return Err(
-                    "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
-                );
-            }
-        };
+        let op = api_op(self.api, workload.work, group)?;
+        let measured = drive(&label, n, timing, move |o| op(o)).await?;
         let cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         let rss_mb = sys::peak_rss_mb(gateway.pid).ok();
         print_run(&label, &measured, &cpu);
         Ok(ApiSide { measured, cpu, rss_mb })
+    }
+
+    /// The API side once more at half `raw_rate`, on a schedule (open loop), for the workloads
+    /// with a latency target at a fixed rate; from a fresh group, new numbers, new people.
+    async fn open_side(&self, workload: &'static Workload, raw_rate: f64) -> Result<Option<OpenRun>> {
+        if workload.open_loop_p99_ms.is_none() {
+            return Ok(None);
+        }
+        let group = self.prepare(workload, "open loop").await?;
+        let op = api_op(self.api, workload.work, group)?;
+        Ok(Some(self.open_run(workload, raw_rate, move |o| op(o)).await?))
+    }
+
+    /// `op` at half `raw_rate` (see [`load::drive_open`]), printed.
+    async fn open_run<F, Fut>(&self, row: &Workload, raw_rate: f64, op: F) -> Result<OpenRun>
+    where
+        F: Fn(load::Op) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = load::OpResult> + Send + 'static,
+    {
+        let offered = raw_rate / 2.0;
+        let label = format!("{}. {} · API at {offered:.0}/s", row.number, row.name);
+        let measured =
+            load::drive_open(&label, offered, OPEN_LOOP_IN_FLIGHT, OPEN_LOOP_FIRST_SEQ, self.timing, op).await?;
+        println!(
+            "xtask: {label} (open loop): p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms ({} ops)",
+            measured.percentile_ms(50.0),
+            measured.percentile_ms(99.0),
+            measured.percentile_ms(99.9),
+            measured.ops()
+        );
+        Ok(OpenRun { offered, measured })
     }
 
     async fn raw_side(&self, workload: &'static Workload, gateway: &Gateway) -> Result<(Measured, sys::CpuShare)> {
@@ -822,6 +823,52 @@ impl Run<'_> {
         Ok((measured, cpu))
     }
 }
+
+/// A plain workload's API request (1 to 6, 9), shared by its closed- and open-loop runs.
+type ApiOp = Arc<dyn Fn(load::Op) -> Pin<Box<dyn Future<Output = load::OpResult> + Send>> + Send + Sync>;
+
+fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
+    let api = Arc::clone(api);
+    let op: ApiOp = match work {
+        Work::Me | Work::MeSharedLimiter => Arc::new(move |_| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.me().await })
+        }),
+        Work::CreateContact => Arc::new(move |op| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.create_contact(group, op.seq).await })
+        }),
+        Work::SearchPage => Arc::new(move |_| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.search_page(group).await })
+        }),
+        Work::Batch => Arc::new(move |op| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.batch(group, op.seq).await })
+        }),
+        Work::SmsSend => Arc::new(move |op| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.sms_send(op.seq).await })
+        }),
+        Work::LeadUpsert => Arc::new(move |op| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.lead_upsert(op.seq).await })
+        }),
+        Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders | Work::DataPage | Work::DataCreates => {
+            return Err(
+                "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+            );
+        }
+    };
+    Ok(op)
+}
+
+/// Open-loop runs number their operations from here, past any closed run's: new numbers, new
+/// people. Contact numbers stay valid (0713000000 and up; 0722... is no Tanzanian mobile range).
+const OPEN_LOOP_FIRST_SEQ: u64 = 1_000_000;
+/// Requests an open-loop run may have in flight: far more than half the saturated rate needs,
+/// so the schedule, not the generator, decides when requests start.
+const OPEN_LOOP_IN_FLIGHT: usize = 512;
 
 /// CPU that other processes may use during a run before the bench warns, % of one core.
 const OTHER_CPU_WARNING_PCT: f64 = 20.0;

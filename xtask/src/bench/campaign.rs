@@ -127,7 +127,16 @@ impl Run<'_> {
             final_status: api.status,
             raw_seconds: raw_elapsed.as_secs_f64(),
         };
-        Ok(Outcome { workload, api: api_measured, raw, rss_mb, api_cpu, raw_cpu, facts: Some(Facts::Campaign(facts)) })
+        Ok(Outcome {
+            workload,
+            api: api_measured,
+            raw,
+            rss_mb,
+            api_cpu,
+            raw_cpu,
+            facts: Some(Facts::Campaign(facts)),
+            open: None,
+        })
     }
 
     /// A new group with `contacts` contacts, written by SQL: numbers the sandbox delivers.

@@ -337,7 +337,7 @@ impl Run<'_> {
 
         let seconds = |times: &[Duration]| times.iter().map(Duration::as_secs_f64).collect();
         let facts = BatchFacts { products: count, api_seconds: seconds(&api_times), raw_seconds: seconds(&raw_times) };
-        Ok(Outcome { workload, api, raw, rss_mb, api_cpu, raw_cpu, facts: Some(Facts::Batch(facts)) })
+        Ok(Outcome { workload, api, raw, rss_mb, api_cpu, raw_cpu, facts: Some(Facts::Batch(facts)), open: None })
     }
 
     /// A shop with stock policy `svc` holding [`ORDER_PRODUCTS`] products of `inventory` units,
@@ -356,6 +356,8 @@ impl Run<'_> {
         let gateway = Gateway::start(self.setup, workload.limiter(), self.api).await?;
         let api_shop = self.stocked_shop(workload, "API", inventory).await?;
         let raw_shop = self.stocked_shop(workload, "raw SQL", inventory).await?;
+        // The open-loop run orders from a third shop with the same stock.
+        let open_shop = self.stocked_shop(workload, "open loop", inventory).await?;
         self.db.batch_execute("VACUUM ANALYZE products, stock_movements, catalogue_syncs").await?;
         let skus: Arc<Vec<String>> = Arc::new((0..ORDER_PRODUCTS).map(data::product_sku).collect());
         let lines = move |seq: u64| -> Vec<(String, i32)> {
@@ -406,6 +408,20 @@ impl Run<'_> {
         drop(raw);
         super::print_run(&label, &raw_measured, &raw_cpu);
         let raw_check = self.check_stock(&label, raw_shop, inventory).await?;
+        let open = match workload.open_loop_p99_ms {
+            Some(_) => {
+                self.prepare(workload, "open loop").await?;
+                let (api, order) = (Arc::clone(self.api), Arc::clone(&lines));
+                let open = self
+                    .open_run(workload, raw_measured.rate(), move |op| {
+                        let (api, lines) = (Arc::clone(&api), order(op.seq));
+                        async move { api.create_order(open_shop, &format!("bench-{}", op.seq), &lines).await }
+                    })
+                    .await?;
+                Some(open)
+            }
+            None => None,
+        };
         gateway.stop().await?;
 
         for (side, check) in [("API", &api_check), ("raw SQL", &raw_check)] {
@@ -437,6 +453,7 @@ impl Run<'_> {
             api_cpu,
             raw_cpu,
             facts: Some(Facts::Orders(facts)),
+            open,
         })
     }
 

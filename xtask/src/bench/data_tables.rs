@@ -87,6 +87,7 @@ static SEARCH_ROW: Workload = Workload {
     max_p99_ms: Some(PAGE_P99_LIMIT_MS),
     max_rss_mb: report::RSS_LIMIT_MB,
     max_seconds: None,
+    open_loop_p99_ms: None,
     raw_sql: RAW_SEARCH,
 };
 
@@ -529,6 +530,7 @@ impl Run<'_> {
         let api_label = format!("{label} · API");
         let before = self.meter.read(gateway.pid);
         let (api, url) = (Arc::clone(self.api), Arc::new(url));
+        let open_url = Arc::clone(&url);
         let api_measured = drive(&api_label, n, timing, move |_| {
             let (api, url) = (Arc::clone(&api), Arc::clone(&url));
             async move { api.data_list(&url).await }
@@ -552,6 +554,19 @@ impl Run<'_> {
         let raw_cpu = self.meter.share(&before, &self.meter.read(gateway.pid));
         drop(raw);
         super::print_run(&raw_label, &raw_measured, &raw_cpu);
+        let open = match row.open_loop_p99_ms {
+            Some(_) => {
+                let (api, url) = (Arc::clone(self.api), open_url);
+                let open = self
+                    .open_run(row, raw_measured.rate(), move |_| {
+                        let (api, url) = (Arc::clone(&api), Arc::clone(&url));
+                        async move { api.data_list(&url).await }
+                    })
+                    .await?;
+                Some(open)
+            }
+            None => None,
+        };
         gateway.stop().await?;
 
         let records = self.setup.data_records;
@@ -564,6 +579,7 @@ impl Run<'_> {
             api_cpu,
             raw_cpu,
             facts: Some(Facts::Data(facts)),
+            open,
         })
     }
 
@@ -641,6 +657,7 @@ impl Run<'_> {
             api_cpu,
             raw_cpu,
             facts: Some(Facts::Data(DataFacts::Creates { api_records, api_history, raw_records })),
+            open: None,
         })
     }
 }

@@ -1,5 +1,7 @@
 //! The load generator both sides share: `connections` tasks, each running one operation after
-//! another for a warm-up and then a measured window, recording every operation's latency.
+//! another for a warm-up and then a measured window, recording every operation's latency
+//! (closed loop, at saturation); and [`drive_open`], operations started on a fixed schedule
+//! (open loop, latency at a given rate).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -7,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -112,13 +115,7 @@ where
         });
     }
 
-    let total_ms = (timing.warmup + timing.measure).as_millis() as u64;
-    let bar = ProgressBar::new(total_ms).with_message(label.to_owned());
-    bar.set_style(
-        ProgressStyle::with_template("{msg:<44} [{bar:30}] {percent:>3}%")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let bar = progress(label, timing);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut latencies = Vec::new();
     loop {
@@ -182,6 +179,78 @@ where
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
     Ok(Measured::of(latencies, seconds, count))
+}
+
+/// Runs `op` on a fixed schedule (open loop): operation `i` is due at `i / rate` seconds after
+/// the start whether or not earlier ones have answered, with up to `in_flight` running at once.
+/// Its latency runs from when it was due, not from when it could start, so a stall counts
+/// against every request it held back (no coordinated omission). Operations due inside the
+/// measured window are recorded; they are numbered from `first_seq`. The first failing
+/// operation ends the run.
+pub async fn drive_open<F, Fut>(
+    label: &str,
+    rate: f64,
+    in_flight: usize,
+    first_seq: u64,
+    timing: Timing,
+    op: F,
+) -> Result<Measured>
+where
+    F: Fn(Op) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = OpResult> + Send + 'static,
+{
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(format!("{label}: no rate to run at ({rate})").into());
+    }
+    let op = Arc::new(op);
+    let slots = Arc::new(Semaphore::new(in_flight));
+    let start = Instant::now();
+    let from = start + timing.warmup;
+    let until = from + timing.measure;
+    let bar = progress(label, timing);
+    let mut tasks = JoinSet::new();
+    let mut latencies = Vec::new();
+    let mut collect = |joined: std::result::Result<std::result::Result<Option<Duration>, OpError>, _>| -> Result<()> {
+        let latency = joined.map_err(|e| format!("{label}: a load task failed: {e}"))?;
+        latencies.extend(latency.map_err(|e| format!("{label}: {e}"))?);
+        Ok(())
+    };
+    for i in 0u64.. {
+        let due = start + Duration::from_secs_f64(i as f64 / rate);
+        if due >= until {
+            break;
+        }
+        while let Some(joined) = tasks.try_join_next() {
+            collect(joined)?;
+        }
+        tokio::time::sleep_until(due).await;
+        bar.set_position(start.elapsed().as_millis() as u64);
+        // Waiting for a free slot delays the start, and the latency counts the wait.
+        let slot = Arc::clone(&slots).acquire_owned().await.map_err(|e| format!("{label}: {e}"))?;
+        let op = Arc::clone(&op);
+        tasks.spawn(async move {
+            let _slot = slot;
+            op(Op { worker: i as usize % in_flight, seq: first_seq + i }).await?;
+            Ok::<_, OpError>((due >= from).then(|| due.elapsed()))
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        collect(joined)?;
+    }
+    bar.finish_and_clear();
+    let items = latencies.len() as u64;
+    Ok(Measured::of(latencies, timing.measure.as_secs_f64(), items))
+}
+
+fn progress(label: &str, timing: Timing) -> ProgressBar {
+    let total_ms = (timing.warmup + timing.measure).as_millis() as u64;
+    let bar = ProgressBar::new(total_ms).with_message(label.to_owned());
+    bar.set_style(
+        ProgressStyle::with_template("{msg:<44} [{bar:30}] {percent:>3}%")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
 }
 
 #[cfg(test)]
@@ -263,5 +332,43 @@ mod tests {
         })
         .await;
         assert!(result.is_err_and(|e| e.to_string().contains("boom")));
+    }
+
+    #[tokio::test]
+    async fn drive_open_keeps_its_schedule_and_times_from_it() {
+        // 200/s for 0.5 s measured: about 100 operations, started whether or not others ended.
+        let timing = Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(500) };
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        let measured = drive_open("test", 200.0, 64, 1_000, timing, move |op| {
+            record.lock().expect("not poisoned").push(op.seq);
+            // Slower than the schedule's interval: a closed loop of one would fall behind.
+            async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(())
+            }
+        })
+        .await
+        .expect("runs");
+        assert!((95..=105).contains(&measured.ops()), "{} ops", measured.ops());
+        assert!(measured.percentile_ms(50.0) >= 20.0);
+        let seen = seen.lock().expect("not poisoned").clone();
+        assert_eq!(seen.len(), 120, "every operation due in warm-up and window started");
+        assert_eq!(seen.first(), Some(&1_000));
+    }
+
+    #[tokio::test]
+    async fn drive_open_counts_a_stall_against_the_requests_it_held_back() {
+        // One slot and 10 ms operations at 200/s: every request waits for the ones before it,
+        // and that wait is in its latency.
+        let timing = Timing { warmup: Duration::ZERO, measure: Duration::from_millis(200) };
+        let measured = drive_open("test", 200.0, 1, 0, timing, |_| async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Ok(())
+        })
+        .await
+        .expect("runs");
+        assert_eq!(measured.ops(), 40);
+        assert!(measured.percentile_ms(99.0) >= 150.0, "p99 {} ms", measured.percentile_ms(99.0));
     }
 }

@@ -15,6 +15,9 @@ use super::sys::{CpuShare, Machine};
 pub const CONNECTIONS: usize = 32;
 pub const P99_LIMIT_MS: f64 = 20.0;
 pub const RSS_LIMIT_MB: f64 = 150.0;
+/// p99 wanted at a fixed rate of half the raw side's (open loop), reads and writes.
+pub const OPEN_READ_P99_MS: f64 = 10.0;
+pub const OPEN_WRITE_P99_MS: f64 = 20.0;
 
 /// One workload's two runs.
 pub struct Outcome {
@@ -27,6 +30,26 @@ pub struct Outcome {
     pub raw_cpu: CpuShare,
     /// What the workload checked or counted beside its rates; None for the plain ones.
     pub facts: Option<Facts>,
+    /// The API side again at a fixed rate, for the workloads with a latency target there.
+    pub open: Option<OpenRun>,
+}
+
+/// An open-loop run of the API side (see [`super::load::drive_open`]).
+pub struct OpenRun {
+    /// Requests started per second: half of the raw side's rate in the same run.
+    pub offered: f64,
+    pub measured: Measured,
+}
+
+/// Latency at a fixed rate, against the workload's target for it.
+#[derive(Serialize)]
+pub struct OpenLoopResult {
+    pub offered_per_second: f64,
+    pub ops: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub target: Check,
 }
 
 /// A workload's own facts, beside its rates (in the JSON report, a member named by the kind).
@@ -157,6 +180,8 @@ pub struct WorkloadResult {
     #[serde(flatten)]
     pub facts: Option<Facts>,
     pub targets: Vec<Check>,
+    /// Latency at half the raw side's rate; None for the workloads not measured so.
+    pub open_loop: Option<OpenLoopResult>,
 }
 
 #[derive(Serialize)]
@@ -247,6 +272,17 @@ impl WorkloadResult {
             Some(Facts::Data(d)) => d.name(w.name),
             None => w.name.to_owned(),
         };
+        let open_loop = outcome.open.as_ref().zip(w.open_loop_p99_ms).map(|(run, max)| {
+            let p99 = run.measured.percentile_ms(99.0);
+            OpenLoopResult {
+                offered_per_second: run.offered,
+                ops: run.measured.ops(),
+                p50_ms: run.measured.percentile_ms(50.0),
+                p99_ms: p99,
+                p999_ms: run.measured.percentile_ms(99.9),
+                target: Check::below(format!("p99 < {max} ms at a fixed rate"), p99, " ms", max),
+            }
+        });
         Self {
             number: w.number,
             name,
@@ -260,6 +296,7 @@ impl WorkloadResult {
             cpu_raw_run: outcome.raw_cpu,
             facts: outcome.facts.clone(),
             targets,
+            open_loop,
         }
     }
 
@@ -276,6 +313,19 @@ impl WorkloadResult {
             _ if self.connections == CONNECTIONS => format!("{}. {}", self.number, self.name),
             _ => format!("{}. {} ({} connections)", self.number, self.name, self.connections),
         }
+    }
+}
+
+/// 5 against 1 when both ran: the shared rate limiter costs little, its rate and p99 within a
+/// fifth of the in-memory limiter's.
+pub fn compare_shared_limiter(results: &mut [WorkloadResult]) {
+    let memory = results.iter().find(|w| w.number == 1).map(|w| (w.api.per_second, w.api.p99_ms));
+    if let (Some((rate, p99)), Some(shared)) = (memory, results.iter_mut().find(|w| w.number == 5)) {
+        let ratio = if rate > 0.0 { shared.api.per_second / rate } else { 0.0 };
+        shared.targets.push(Check::at_least("rate ≥ 0.8 × 1's".to_owned(), ratio, "", 0.8));
+        let max = p99 * 1.2;
+        let target = format!("p99 ≤ 1.2 × 1's ({max:.1} ms)");
+        shared.targets.push(Check::below(target, shared.api.p99_ms, " ms", max));
     }
 }
 
@@ -493,6 +543,38 @@ impl Report {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();
             let checks = if checks.is_empty() { "no target".to_owned() } else { checks.join("; ") };
             let _ = writeln!(out, "- {}: {checks}", w.label());
+        }
+
+        let open: Vec<Vec<String>> = self
+            .workloads
+            .iter()
+            .filter_map(|w| {
+                let o = w.open_loop.as_ref()?;
+                let verdict = if o.target.met {
+                    "met".to_owned()
+                } else {
+                    format!("**missed** ({:.0}% off)", o.target.off_by_pct)
+                };
+                Some(vec![
+                    w.label(),
+                    rate(o.offered_per_second),
+                    format!("{:.1}", o.p50_ms),
+                    format!("{:.1}", o.p99_ms),
+                    format!("{:.1}", o.p999_ms),
+                    o.target.target.replace(" at a fixed rate", ""),
+                    verdict,
+                ])
+            })
+            .collect();
+        if !open.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nLatency at a fixed rate (open loop): requests started on a schedule at half the raw side's rate \
+                 of the same run, whether or not earlier ones answered; each latency from its scheduled start. \
+                 Targets: p99 < {OPEN_READ_P99_MS} ms for reads, < {OPEN_WRITE_P99_MS} ms for writes.\n"
+            );
+            let header = ["workload", "rate req/s", "p50 ms", "p99 ms", "p99.9 ms", "target", "result"];
+            out.push_str(&table(&header, &open));
         }
 
         let cores = m.cpus * 100;

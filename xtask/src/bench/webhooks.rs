@@ -251,6 +251,7 @@ impl Run<'_> {
             api_cpu,
             raw_cpu,
             facts: Some(Facts::Webhooks(facts)),
+            open: None,
         })
     }
 

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use diesel::sql_types::{Bool, Bytea, Integer, Interval, Nullable, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bytea, Integer, Interval, Nullable, Timestamptz};
 use diesel_async::RunQueryDsl;
 use kernel::{Clock, Error};
 use time::{Duration, OffsetDateTime};
@@ -77,10 +77,7 @@ impl MemoryLimiter {
     }
 
     pub fn check(&self, key: &[u8], now: OffsetDateTime) -> Decision {
-        let mut short = [0u8; 16];
-        for (slot, byte) in short.iter_mut().zip(key) {
-            *slot = *byte;
-        }
+        let short = short_key(key);
         let shard = &self.shards[short[0] as usize % SHARDS];
         let mut logs = shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if logs.len() >= SWEEP_AT {
@@ -99,38 +96,162 @@ impl MemoryLimiter {
     }
 }
 
-/// The sliding log in PostgreSQL (`rate_limit_hit` in the store migration), one round trip
-/// per request, serialized per token by an advisory lock.
+/// Permits one lease may hold at most: one statement serves up to this many requests.
+const MAX_LEASE: i32 = 256;
+/// How long a lease's permits may be spent. Its unspent permits count against the token (for
+/// every gateway) until the lease is settled, or at worst for this long plus the window.
+const LEASE_LIFE: Duration = Duration::seconds(1);
+/// Spend times are rounded up to this, so that a settled lease writes a few rows, not one per
+/// request. Rounding up only makes a request count a little longer, never shorter.
+const SPEND_GRAIN_NANOS: i128 = 100_000_000;
+
+/// The sliding log in PostgreSQL, shared by every gateway, taken in leases: one statement
+/// (`rate_limit_lease` in the migrations) grants this gateway up to an eighth of what the token
+/// has free, and the gateway spends those permits in the process for up to [`LEASE_LIFE`]. The
+/// next statement for the token settles the ended leases with the times their permits were
+/// spent. A token near its limit gets leases of one permit: exact, request by request.
+///
+/// Never more than the limit in any rolling window, across gateways: a permit is in the log from
+/// its grant until at least a window after it was spent. The price is on the safe side: a
+/// token can be refused early by the permits other gateways hold unspent (see
+/// docs/operations.md, "Rate limiting across several gateways").
 pub struct PostgresLimiter {
     limit: u32,
     pool: store::Pool,
+    shards: Vec<Mutex<HashMap<[u8; 16], Leases>>>,
+}
+
+/// One token's leases in this process.
+#[derive(Default)]
+struct Leases {
+    open: Vec<Lease>,
+    /// What the token had free in the log at the last statement, this gateway's leases counted as used.
+    free: u32,
+    /// The oldest counted time at the last statement, for `X-RateLimit-Reset`.
+    oldest: Option<OffsetDateTime>,
+}
+
+struct Lease {
+    id: i64,
+    until: OffsetDateTime,
+    left: u32,
+    /// Spend times rounded up to the grain, with the permits spent at each.
+    spent: Vec<(OffsetDateTime, i32)>,
+}
+
+impl Lease {
+    fn spend(&mut self, now: OffsetDateTime) {
+        self.left -= 1;
+        let at = grain(now);
+        match self.spent.last_mut() {
+            Some((last, n)) if *last == at => *n += 1,
+            _ => self.spent.push((at, 1)),
+        }
+    }
+}
+
+fn grain(at: OffsetDateTime) -> OffsetDateTime {
+    let nanos = at.unix_timestamp_nanos();
+    let up = (nanos + SPEND_GRAIN_NANOS - 1).div_euclid(SPEND_GRAIN_NANOS) * SPEND_GRAIN_NANOS;
+    OffsetDateTime::from_unix_timestamp_nanos(up).unwrap_or(at)
+}
+
+impl Leases {
+    /// Permits still spendable here at `now`.
+    fn left(&self, now: OffsetDateTime) -> u32 {
+        self.open.iter().filter(|l| now < l.until).map(|l| l.left).sum()
+    }
 }
 
 #[derive(diesel::QueryableByName)]
-struct Hit {
-    #[diesel(sql_type = Bool)]
-    allowed: bool,
+struct Granted {
+    #[diesel(sql_type = Integer)]
+    granted: i32,
     #[diesel(sql_type = Integer)]
     used: i32,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     oldest: Option<OffsetDateTime>,
 }
 
+fn short_key(key: &[u8]) -> [u8; 16] {
+    let mut short = [0u8; 16];
+    for (slot, byte) in short.iter_mut().zip(key) {
+        *slot = *byte;
+    }
+    short
+}
+
 impl PostgresLimiter {
     pub fn new(limit: u32, pool: store::Pool) -> Self {
-        Self { limit, pool }
+        Self { limit, pool, shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect() }
+    }
+
+    fn shard(&self, short: &[u8; 16]) -> std::sync::MutexGuard<'_, HashMap<[u8; 16], Leases>> {
+        self.shards[short[0] as usize % SHARDS].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The headers' count: what the log had free, plus what this gateway holds unspent.
+    fn decision(&self, leases: &Leases, allowed: bool, now: OffsetDateTime) -> Decision {
+        let remaining = leases.free.saturating_add(leases.left(now)).min(self.limit);
+        decide(self.limit, self.limit - remaining, allowed, leases.oldest.unwrap_or(now), now)
     }
 
     pub async fn check(&self, key: &[u8], now: OffsetDateTime) -> Result<Decision, Error> {
+        let short = short_key(key);
+        // Spend a permit of an open lease; else take the ended leases out to settle them.
+        let ended = {
+            let mut tokens = self.shard(&short);
+            if tokens.len() >= SWEEP_AT {
+                // A token dropped here keeps its unsettled permits counted until they age out.
+                tokens.retain(|_, t| t.open.iter().any(|l| l.until > now - WINDOW));
+            }
+            let leases = tokens.entry(short).or_default();
+            if let Some(lease) = leases.open.iter_mut().find(|l| l.left > 0 && now < l.until) {
+                lease.spend(now);
+                return Ok(self.decision(leases, true, now));
+            }
+            std::mem::take(&mut leases.open)
+        };
+        let (mut settled, mut spent_at, mut spent) = (Vec::new(), Vec::new(), Vec::new());
+        for lease in &ended {
+            settled.push(lease.id);
+            for (at, n) in &lease.spent {
+                spent_at.push(*at);
+                spent.push(*n);
+            }
+        }
+        let id = i64::from_ne_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default());
+        let until = now + LEASE_LIFE;
         let mut conn = store::connect(&self.pool).await?;
-        let hit: Hit = diesel::sql_query("SELECT * FROM rate_limit_hit($1, $2, $3, $4)")
-            .bind::<Bytea, _>(key)
-            .bind::<Timestamptz, _>(now)
-            .bind::<Interval, _>(diesel::data_types::PgInterval::from_microseconds(WINDOW.whole_microseconds() as i64))
-            .bind::<Integer, _>(self.limit as i32)
-            .get_result(&mut conn)
-            .await?;
-        Ok(decide(self.limit, hit.used as u32, hit.allowed, hit.oldest.unwrap_or(now), now))
+        let lease: Granted =
+            diesel::sql_query("SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+                .bind::<Bytea, _>(key)
+                .bind::<Timestamptz, _>(now)
+                .bind::<Interval, _>(diesel::data_types::PgInterval::from_microseconds(
+                    WINDOW.whole_microseconds() as i64
+                ))
+                .bind::<Integer, _>(self.limit as i32)
+                .bind::<Integer, _>(MAX_LEASE)
+                .bind::<BigInt, _>(id)
+                .bind::<Timestamptz, _>(until)
+                .bind::<Array<BigInt>, _>(settled)
+                .bind::<Array<Timestamptz>, _>(spent_at)
+                .bind::<Array<Integer>, _>(spent)
+                .get_result(&mut conn)
+                .await?;
+        drop(conn);
+
+        let mut tokens = self.shard(&short);
+        let leases = tokens.entry(short).or_default();
+        leases.free = self.limit.saturating_sub(lease.used.max(0) as u32);
+        leases.oldest = lease.oldest;
+        let allowed = lease.granted > 0;
+        if allowed {
+            let mut granted = Lease { id, until, left: lease.granted as u32, spent: Vec::with_capacity(4) };
+            granted.spend(now);
+            leases.open.push(granted);
+        }
+        Ok(self.decision(leases, allowed, now))
     }
 }
 
