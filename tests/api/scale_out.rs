@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use api_tests::{FakeAfricasTalking, json, spawn, sql_rows};
-use messaging::channels::{NewChannel, NewSender};
 use serde_json::Value;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -41,26 +40,9 @@ async fn two_gateways_and_two_workers_share_one_database() {
     let provider = MockServer::start().await;
     let fake = FakeAfricasTalking::new(Duration::from_millis(10));
     Mock::given(method("POST")).respond_with(fake.clone()).mount(&provider).await;
+    app.africastalking_route(acme.tenant, "at", &provider.uri(), "ACME", None).await;
     {
         let mut conn = app.conn().await;
-        let channel = NewChannel {
-            kind: "sms".into(),
-            provider: "africastalking".into(),
-            code: Some("at".into()),
-            base_url: Some(provider.uri()),
-            username: Some("sandbox".into()),
-            api_key: Some("atsk_scale".into()),
-            throughput_per_second: None,
-        };
-        messaging::channels::add(&mut conn, &app.keyring, acme.tenant, channel).await.expect("channel");
-        let sender = NewSender {
-            channel: "at".into(),
-            kind: "sender_id".into(),
-            value: "ACME".into(),
-            label: None,
-            status: None,
-        };
-        messaging::channels::add_sender(&mut conn, acme.tenant, sender).await.expect("sender");
         messaging::channels::set_rate(&mut conn, acme.tenant, None, PRICE).await.expect("rate");
         // two batches of 50 paid, the third cannot be
         accounts::wallet::credit(&mut conn, acme.tenant, 120 * PRICE, None).await.expect("credit");

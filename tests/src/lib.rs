@@ -237,6 +237,38 @@ where
         self.messaging.gateways().sandbox()
     }
 
+    /// Gives `tenant` an Africa's Talking SMS channel `code` whose calls go to `base_url` (a
+    /// fake provider on 127.0.0.1), with the sender id `sender` on it.
+    pub async fn africastalking_route(
+        &self,
+        tenant: TenantId,
+        code: &str,
+        base_url: &str,
+        sender: &str,
+        throughput_per_second: Option<i32>,
+    ) {
+        use messaging::channels::{NewChannel, NewSender};
+        let mut conn = self.conn().await;
+        let channel = NewChannel {
+            kind: "sms".into(),
+            provider: "africastalking".into(),
+            code: Some(code.into()),
+            base_url: Some(base_url.into()),
+            username: Some("sandbox".into()),
+            api_key: Some(format!("atsk_{code}")),
+            throughput_per_second,
+        };
+        messaging::channels::add(&mut conn, &self.keyring, tenant, channel).await.expect("channel");
+        let sender = NewSender {
+            channel: code.into(),
+            kind: "sender_id".into(),
+            value: sender.into(),
+            label: None,
+            status: None,
+        };
+        messaging::channels::add_sender(&mut conn, tenant, sender).await.expect("sender");
+    }
+
     pub async fn conn(&self) -> store::PooledConn {
         store::connect(&self.pool).await.expect("connection")
     }

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use api_tests::{FakeAfricasTalking, json, spawn, sql_rows};
-use messaging::channels::{NewChannel, NewSender};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -41,28 +40,11 @@ async fn a_hanging_sms_provider_is_cut_off_while_another_channel_keeps_sending()
     Mock::given(method("POST")).respond_with(stalled).mount(&hanging).await;
     let prompt = MockServer::start().await;
     Mock::given(method("POST")).respond_with(FakeAfricasTalking::new(Duration::ZERO)).mount(&prompt).await;
+    for (code, provider, sender) in [("slow", &hanging, "SLOW"), ("fast", &prompt, "FAST")] {
+        app.africastalking_route(acme.tenant, code, &provider.uri(), sender, None).await;
+    }
     {
         let mut conn = app.conn().await;
-        for (code, provider, sender) in [("slow", &hanging, "SLOW"), ("fast", &prompt, "FAST")] {
-            let channel = NewChannel {
-                kind: "sms".into(),
-                provider: "africastalking".into(),
-                code: Some(code.into()),
-                base_url: Some(provider.uri()),
-                username: Some("sandbox".into()),
-                api_key: Some(format!("atsk_{code}")),
-                throughput_per_second: None,
-            };
-            messaging::channels::add(&mut conn, &app.keyring, acme.tenant, channel).await.expect("channel");
-            let sender = NewSender {
-                channel: code.into(),
-                kind: "sender_id".into(),
-                value: sender.into(),
-                label: None,
-                status: None,
-            };
-            messaging::channels::add_sender(&mut conn, acme.tenant, sender).await.expect("sender");
-        }
         messaging::channels::set_rate(&mut conn, acme.tenant, None, 100).await.expect("rate");
         accounts::wallet::credit(&mut conn, acme.tenant, 1_000_000, None).await.expect("credit");
     }

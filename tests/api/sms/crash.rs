@@ -12,8 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use api_tests::{Account, FakeAfricasTalking, json, spawn, sql_rows};
-use messaging::channels::{NewChannel, NewSender};
+use api_tests::{Account, FakeAfricasTalking, TestApp, json, spawn, sql_rows};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -71,24 +70,19 @@ async fn wait_for(
 
 /// The account's Africa's Talking channel (pointed at the fake, `throughput` sends a second),
 /// its sender id `ACME`, the price of a message and `credit` in the wallet.
-async fn provision(conn: &mut store::Conn, acme: &Account, provider: &MockServer, throughput: i32, credit: i64) {
-    let channel = NewChannel {
-        kind: "sms".into(),
-        provider: "africastalking".into(),
-        code: Some("at".into()),
-        base_url: Some(provider.uri()),
-        username: Some("sandbox".into()),
-        api_key: Some("atsk_crash_test".into()),
-        throughput_per_second: Some(throughput),
-    };
-    let secrets = gateway::config::Config::from_env().expect("configuration").secrets;
-    let keyring = store::secrets::Keyring::load(conn, &secrets).await.expect("keyring");
-    messaging::channels::add(conn, &keyring, acme.tenant, channel).await.expect("channel");
-    let sender =
-        NewSender { channel: "at".into(), kind: "sender_id".into(), value: "ACME".into(), label: None, status: None };
-    messaging::channels::add_sender(conn, acme.tenant, sender).await.expect("sender");
-    messaging::channels::set_rate(conn, acme.tenant, None, PRICE).await.expect("rate");
-    accounts::wallet::credit(conn, acme.tenant, credit, None).await.expect("credit");
+async fn provision<S, B>(app: &TestApp<S>, acme: &Account, provider: &MockServer, throughput: i32, credit: i64)
+where
+    S: actix_web::dev::Service<
+            actix_http::Request,
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+        >,
+    B: actix_web::body::MessageBody,
+{
+    app.africastalking_route(acme.tenant, "at", &provider.uri(), "ACME", Some(throughput)).await;
+    let mut conn = app.conn().await;
+    messaging::channels::set_rate(&mut conn, acme.tenant, None, PRICE).await.expect("rate");
+    accounts::wallet::credit(&mut conn, acme.tenant, credit, None).await.expect("credit");
 }
 
 /// A contact group of `contacts` people, made through the real gateway's API (in batches of the
@@ -298,7 +292,7 @@ async fn a_campaign_survives_sigkill_of_the_gateway_in_the_middle_of_dispatch() 
     // database the real gateway will use; the 300 contacts and the campaign through its API.
     let app = spawn().await;
     let acme = app.account("all").await;
-    provision(&mut *app.conn().await, &acme, &provider, THROUGHPUT, CREDIT).await;
+    provision(&app, &acme, &provider, THROUGHPUT, CREDIT).await;
     let url = app.db.url().to_owned();
 
     // First process: killed as soon as the first batch is written (the batch chain is then
@@ -366,7 +360,7 @@ async fn with_the_default_lease_a_campaign_completes_within_a_minute_of_a_restar
     Mock::given(method("POST")).and(path("/version1/messaging")).respond_with(fake.clone()).mount(&provider).await;
     let app = spawn().await;
     let acme = app.account("all").await;
-    provision(&mut *app.conn().await, &acme, &provider, THROUGHPUT, CREDIT).await;
+    provision(&app, &acme, &provider, THROUGHPUT, CREDIT).await;
     let url = app.db.url().to_owned();
 
     let first = Gateway::start(&bin, &url, 11, SETTINGS).await;
