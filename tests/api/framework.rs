@@ -315,6 +315,20 @@ async fn a_nul_character_in_the_query_is_a_422_and_in_the_path_a_404_never_a_500
 }
 
 #[actix_web::test]
+async fn a_query_member_without_a_name_is_a_422() {
+    // Found by the fuzz run's stateful phase: `?=1` passed every reader unseen.
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for path in ["/api/v3/contact-groups?=1", "/api/v3/leads?q=a&=x"] {
+        let res = app.request("GET", path, Some(&account.key), None).await;
+        assert_error(&res, 422);
+        assert!(!field_errors(&res, "query").is_empty(), "{path}: {:?}", res.body);
+    }
+    let res = app.request("GET", "/api/v3/data/tables/x/records?=1", Some(&account.key), None).await;
+    assert_eq!((res.status, &res.body["code"]), (422, &json!("validation_error")), "{:?}", res.body);
+}
+
+#[actix_web::test]
 async fn a_refusal_before_any_handler_keeps_the_data_routes_envelope() {
     let app = spawn().await;
     let account = app.account("all").await;

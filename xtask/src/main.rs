@@ -51,8 +51,9 @@ enum Command {
     /// no server error, no undocumented status, no schema-violating request accepted
     Fuzz {
         /// Schemathesis's phases; `fuzzing` generates cases until the time budget is spent or
-        /// each operation has `--max-examples` of them
-        #[arg(long, default_value = "examples,coverage,fuzzing")]
+        /// each operation has `--max-examples` of them; `stateful` chains calls along the links
+        /// it infers (an id a create answered, then read, changed, deleted)
+        #[arg(long, default_value = "examples,coverage,fuzzing,stateful")]
         phases: String,
         /// Time budget of the schemathesis run, in seconds
         #[arg(long, default_value_t = 300)]

@@ -50,12 +50,17 @@ fn header(name: &'static str, value: impl ToString) -> (HeaderName, HeaderValue)
 
 /// PostgreSQL text cannot hold the NUL character (`%00`), so nothing is named by one: in the
 /// path it is a 404, like any id or code that names nothing; in the query a 422 naming the
-/// member, as in a body. Either way before any handler or the database sees it.
+/// member, as in a body. Either way before any handler or the database sees it. A query member
+/// without a name (`?=1`) is a 422 too: the readers would pass over it unseen.
 fn nul_in_url(req: &ServiceRequest) -> Option<kernel::Error> {
     if req.uri().path().to_ascii_lowercase().contains("%00") {
         return Some(kernel::Error::new(kernel::ErrorKind::NotFound, "Nothing is named with a NUL character (%00)."));
     }
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string()).unwrap_or_default();
+    if pairs.iter().any(|(name, _)| name.is_empty()) {
+        let message = "Every query member needs a name (`name=value`).";
+        return Some(kernel::Error::validation(message).with_field("query", message));
+    }
     let (name, _) = pairs.iter().find(|(name, value)| name.contains('\0') || value.contains('\0'))?;
     let field = name.replace('\0', "%00");
     let message = "Text may not contain the NUL character (%00).";
