@@ -229,7 +229,7 @@ async fn the_balance_follows_every_debit_and_refund() {
 async fn a_postpaid_wallet_may_go_below_zero() {
     let app = spawn().await;
     let acme = sms_account(&app, "all").await;
-    super::support::exec(
+    api_tests::sql_exec(
         &app.pool,
         &format!("UPDATE wallets SET billing_mode = 'postpaid' WHERE tenant_id = {}", acme.tenant().0),
     )

@@ -312,7 +312,7 @@ async fn a_message_left_processing_by_a_dead_sender_is_failed_not_resent() {
     let stuck = &messages[2];
     // Another sender claimed it and died before recording the provider's answer.
     let now = app.clock.now().format(&time::format_description::well_known::Rfc3339).expect("format");
-    super::support::exec(
+    api_tests::sql_exec(
         &app.pool,
         &format!("UPDATE messages SET status = 'processing', updated_at = '{now}' WHERE id = {}", stuck["id"]),
     )
@@ -343,7 +343,7 @@ async fn a_message_held_by_a_process_whose_heartbeat_stopped_is_failed_within_a_
     let rfc3339 = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).expect("format");
     let now = app.clock.now();
     let (dead_process, live_process) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
-    super::support::exec(
+    api_tests::sql_exec(
         &app.pool,
         &format!(
             "INSERT INTO workers (id, started_at, last_seen_at) VALUES
@@ -355,7 +355,7 @@ async fn a_message_held_by_a_process_whose_heartbeat_stopped_is_failed_within_a_
     )
     .await;
     for (message, process) in [(dead, dead_process), (alive, live_process)] {
-        super::support::exec(
+        api_tests::sql_exec(
             &app.pool,
             &format!(
                 "UPDATE messages SET status = 'processing', updated_at = '{}', claimed_by = '{process}' WHERE id = {}",

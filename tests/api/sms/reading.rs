@@ -3,12 +3,11 @@
 //! filters, pagination and permission, `GET /sms/senders`, the blacklist routes, which routes a
 //! legacy key may use, and tenant isolation.
 
-use api_tests::{json, spawn};
+use api_tests::{json, spawn, sql_exec};
 use serde_json::Value;
 
 use super::support::{
-    add_channel, add_sender, assert_field_error, assert_status, e164, exec, inbound, read, sandbox_channel, send,
-    str_of, tz,
+    add_channel, add_sender, assert_field_error, assert_status, e164, inbound, read, sandbox_channel, send, str_of, tz,
 };
 use super::{SEND, sms_account};
 
@@ -268,10 +267,10 @@ async fn senders_lists_only_usable_identities() {
     add_sender(&app.pool, t, "main", "sender_id", "REJ", "rejected").await;
     add_sender(&app.pool, t, "main", "short_code", "15999", "inactive").await;
     add_sender(&app.pool, t, "main", "phone_number", "+255222110001", "approved").await;
-    exec(&app.pool, "UPDATE senders SET sms_capable = false WHERE value = '+255222110001'").await;
+    sql_exec(&app.pool, "UPDATE senders SET sms_capable = false WHERE value = '+255222110001'").await;
     let off = sandbox_channel(&app.pool, t, "off", None).await;
     add_sender(&app.pool, t, "off", "sender_id", "OFFLINE", "approved").await;
-    exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", off.id)).await;
+    sql_exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", off.id)).await;
     let chat = messaging::channels::NewChannel {
         kind: "chat".into(),
         provider: "sandbox".into(),

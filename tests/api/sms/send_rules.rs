@@ -2,11 +2,11 @@
 //! normalization, invalid and opted-out numbers, field limits, `message`/`body` and
 //! `message_type`/`type` precedence, sender identities and routing, `schedule_time`, segments.
 
-use api_tests::{json, spawn};
+use api_tests::{json, spawn, sql_exec};
 use serde_json::Value;
 
 use super::support::{
-    add_channel, add_sender, assert_field_error, assert_status, balance, e164, event_names, exec, message_rows, read,
+    add_channel, add_sender, assert_field_error, assert_status, balance, e164, event_names, message_rows, read,
     sandbox_channel, send, str_of, time_of, tz,
 };
 use super::{SEND, sms_account};
@@ -393,7 +393,7 @@ async fn a_sender_on_a_disabled_channel_cannot_send() {
     add_sender(&app.pool, acme.tenant(), "second", "sender_id", "OTHER", "approved").await;
     let messages = send(&app, acme.key(), json!({"recipient": tz("0011"), "sender_id": "OTHER"})).await;
     assert_eq!(messages[0]["status"], "sent");
-    exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", second.id)).await;
+    sql_exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", second.id)).await;
     let res = app.post(SEND, acme.key(), json!({"recipient": tz("0012"), "sender_id": "OTHER"})).await;
     assert_field_error(&res, "sender_id");
     assert_eq!(message_rows(&app.pool, acme.tenant()).await, 1);
@@ -410,13 +410,13 @@ async fn without_a_sender_id_the_first_active_channel_by_priority_is_used() {
     let m = read(&app, acme.key(), str_of(&messages[0], "uid")).await;
     assert_eq!((m["channel_code"].clone(), m["sender"].clone()), (json!("main"), json!("ACME")));
     // A lower priority number routes first.
-    exec(&app.pool, &format!("UPDATE channels SET priority = 10 WHERE id = {}", second.id)).await;
+    sql_exec(&app.pool, &format!("UPDATE channels SET priority = 10 WHERE id = {}", second.id)).await;
     let messages = send(&app, acme.key(), json!({"recipient": tz("0012")})).await;
     let m = read(&app, acme.key(), str_of(&messages[0], "uid")).await;
     assert_eq!((m["channel_code"].clone(), m["sender"].clone()), (json!("second"), json!("OTHER")));
     assert_eq!(app.sandbox().sent_to(&e164("0012"))[0].from.as_deref(), Some("OTHER"));
     // A disabled channel is skipped.
-    exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", second.id)).await;
+    sql_exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", second.id)).await;
     let messages = send(&app, acme.key(), json!({"recipient": tz("0013")})).await;
     let m = read(&app, acme.key(), str_of(&messages[0], "uid")).await;
     assert_eq!((m["channel_code"].clone(), m["status"].clone()), (json!("main"), json!("sent")));
@@ -429,7 +429,7 @@ async fn without_a_sender_id_a_sender_id_is_preferred_over_numbers_and_short_cod
     let app = spawn().await;
     let acme = sms_account(&app, "all").await;
     sandbox_channel(&app.pool, acme.tenant(), "second", None).await;
-    exec(
+    sql_exec(
         &app.pool,
         &format!("UPDATE channels SET priority = 10 WHERE code = 'second' AND tenant_id = {}", acme.tenant().0),
     )
@@ -486,7 +486,7 @@ async fn without_an_active_sms_channel_messages_fail_with_no_route_and_cost_noth
     }
     // A disabled channel and a chat channel are no SMS route either.
     let channel = sandbox_channel(&app.pool, account.tenant, "off", None).await;
-    exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", channel.id)).await;
+    sql_exec(&app.pool, &format!("UPDATE channels SET status = 'disabled' WHERE id = {}", channel.id)).await;
     let chat = messaging::channels::NewChannel {
         kind: "chat".into(),
         provider: "sandbox".into(),

@@ -182,12 +182,6 @@ pub async fn set_rate(pool: &store::Pool, tenant: TenantId, prefix: Option<&str>
     messaging::channels::set_rate(&mut conn, tenant, prefix, price).await.expect("rate");
 }
 
-/// Runs a statement the API has no route for (disabling a channel, a priority).
-pub async fn exec(pool: &store::Pool, sql: &str) {
-    let mut conn = store::connect(pool).await.expect("connection");
-    diesel::sql_query(sql).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
 #[derive(QueryableByName)]
 struct EventRow {
     #[diesel(sql_type = Text)]
