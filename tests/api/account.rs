@@ -111,7 +111,7 @@ async fn a_new_tenant_has_an_empty_prepaid_wallet() {
 }
 
 async fn credit(pool: &store::Pool, tenant: TenantId, amount: i64) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     accounts::wallet::credit(&mut conn, tenant, amount, Some("top-up")).await.expect("credit");
 }
 

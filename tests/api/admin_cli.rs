@@ -293,7 +293,7 @@ async fn module_disable_and_enable() {
     let enabled = |module: Module| {
         let pool = app.pool.clone();
         async move {
-            let mut conn = store::connect(&pool).await.expect("connection");
+            let mut conn = store::connect_system(&pool).await.expect("connection");
             accounts::modules::is_enabled(&mut conn, TenantId(tenant), module).await.expect("module state")
         }
     };

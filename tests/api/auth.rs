@@ -29,13 +29,13 @@ async fn issue(
     issuer: KeyIssuer,
     expires_at: Option<OffsetDateTime>,
 ) -> (ApiKeyId, String) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let issued = keys::create(&mut conn, tenant, issuer, "Integration", expires_at).await.expect("key");
     (ApiKeyId(issued.key.id), issued.plaintext)
 }
 
 async fn set_status(pool: &store::Pool, tenant: TenantId, status: TenantStatus) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     accounts::tenants::set_status(&mut conn, tenant, status).await.expect("set status");
 }
 

@@ -336,7 +336,7 @@ struct LogRow {
 
 async fn log_rows(db: &TestDb) -> Vec<LogRow> {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(&db.pool()).await.expect("connection");
+    let mut conn = store::connect_system(&db.pool()).await.expect("connection");
     diesel::sql_query("SELECT permits, lease IS NOT NULL AS leased FROM rate_limit_hits ORDER BY at")
         .load(&mut conn)
         .await

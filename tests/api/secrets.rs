@@ -91,7 +91,9 @@ async fn send_through(services: &gateway::Services, channel: &Channel, provider:
 }
 
 async fn channel(pool: &store::Pool, tenant: TenantId, id: i64) -> Channel {
-    messaging::channels::get(&mut store::connect(pool).await.expect("connection"), tenant, id).await.expect("channel")
+    messaging::channels::get(&mut store::connect_system(pool).await.expect("connection"), tenant, id)
+        .await
+        .expect("channel")
 }
 
 #[derive(diesel::QueryableByName)]
@@ -103,7 +105,7 @@ struct Rows {
 /// The rows of a query as JSON objects: the table as stored, read by SQL.
 async fn sql_rows(pool: &store::Pool, sql: &str) -> Vec<Value> {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let query = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) AS rows FROM ({sql}) t");
     let found: Rows = diesel::sql_query(query).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     found.rows.as_array().cloned().unwrap_or_default()

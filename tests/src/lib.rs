@@ -270,7 +270,7 @@ where
     }
 
     pub async fn conn(&self) -> store::PooledConn {
-        store::connect(&self.pool).await.expect("connection")
+        store::connect_system(&self.pool).await.expect("connection")
     }
 
     pub async fn tenant(&self, name: &str) -> TenantId {
@@ -364,7 +364,7 @@ struct Rows {
 /// The rows of a query the API has no route for, each as a JSON object.
 pub async fn sql_rows(pool: &store::Pool, sql: &str) -> Vec<Value> {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let query = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) AS rows FROM ({sql}) t");
     let found: Rows = diesel::sql_query(query).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     found.rows.as_array().cloned().unwrap_or_default()
@@ -373,7 +373,7 @@ pub async fn sql_rows(pool: &store::Pool, sql: &str) -> Vec<Value> {
 /// A statement the API has no route for.
 pub async fn sql_exec(pool: &store::Pool, sql: &str) {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     diesel::sql_query(sql).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 

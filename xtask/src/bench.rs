@@ -439,7 +439,16 @@ pub async fn bench(
     };
     let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
-    let json = out_dir.join("latest.json");
+    // A run without row-level security keeps its own file; a run with it is compared with that.
+    let without = out_dir.join("latest-without-row-security.json");
+    let json = if env::var("SVC_ROW_SECURITY").is_ok_and(|v| v.trim() == "off") {
+        without
+    } else {
+        if let Ok(earlier) = fs::read_to_string(&without) {
+            println!("{}", report.row_security_cost(&serde_json::from_str(&earlier)?));
+        }
+        out_dir.join("latest.json")
+    };
     fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
     println!("xtask: wrote {} (gateway log: {})", json.display(), setup.gateway_log.display());
     Ok(ExitCode::SUCCESS)
@@ -594,6 +603,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             campaign_batch_size: setting("SVC_CAMPAIGN_BATCH_SIZE", "1000"),
             sandbox_delivery_delay_ms: setting("SVC_SANDBOX_DELIVERY_DELAY_MS", "1000"),
             sms_channel_throughput: data::SMS_THROUGHPUT,
+            row_security: setting("SVC_ROW_SECURITY", "on"),
         },
         machine,
         warmup_s: timing.warmup.as_secs_f64(),

@@ -23,6 +23,8 @@ pub struct Config {
     pub addr: SocketAddr,
     pub log_format: LogFormat,
     pub pool_size: usize,
+    /// `SVC_ROW_SECURITY=off` only measures what row-level security costs (the bench).
+    pub row_security: store::RowSecurity,
     pub rate_limit_per_minute: u32,
     pub rate_limiter: LimiterKind,
     pub worker_concurrency: usize,
@@ -91,6 +93,11 @@ impl Config {
             Some("postgres") => LimiterKind::Postgres,
             Some(other) => return Err(format!("SVC_RATE_LIMITER={other:?}: use memory or postgres")),
         };
+        let row_security = match var("SVC_ROW_SECURITY").as_deref() {
+            None | Some("on") => store::RowSecurity::On,
+            Some("off") => store::RowSecurity::Off,
+            Some(other) => return Err(format!("SVC_ROW_SECURITY={other:?}: use on or off")),
+        };
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let addr: SocketAddr = parsed("SVC_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
         let job_lease = std::time::Duration::from_secs(parsed("SVC_JOB_LEASE_SECONDS", 30)?.max(1));
@@ -99,6 +106,7 @@ impl Config {
             addr,
             log_format,
             pool_size: parsed("SVC_DB_POOL_SIZE", 16)?,
+            row_security,
             rate_limit_per_minute: parsed("SVC_RATE_LIMIT_PER_MINUTE", 120)?,
             rate_limiter,
             worker_concurrency: parsed("SVC_WORKER_CONCURRENCY", 8)?,

@@ -34,7 +34,7 @@ async fn prepare(config: &Config) -> Result<store::Pool, String> {
             tracing::info!(ran, "migrations applied");
         }
     }
-    store::pool(&config.database_url, config.pool_size).map_err(|e| e.message.clone())
+    store::pool_with(&config.database_url, config.pool_size, config.row_security).map_err(|e| e.message.clone())
 }
 
 /// This process's identity in `workers`: its job worker runs under it and messaging marks the

@@ -17,7 +17,7 @@ async fn setup() -> (TestDb, store::Pool) {
 #[tokio::test]
 async fn a_key_is_shown_once_and_stored_only_as_a_hash() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     let user = UserId(users::create(&mut conn, tenant, "Ann", &Permissions::All).await.expect("user").id);
     let issued = keys::create(&mut conn, tenant, KeyIssuer::User(user), "CI key", None).await.expect("key");
@@ -42,7 +42,7 @@ async fn a_key_is_shown_once_and_stored_only_as_a_hash() {
 #[tokio::test]
 async fn key_names_are_limited_to_160_characters() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     let ok = "k".repeat(160);
     assert!(keys::create(&mut conn, tenant, KeyIssuer::Legacy, &ok, None).await.is_ok());
@@ -55,7 +55,7 @@ async fn key_names_are_limited_to_160_characters() {
 #[tokio::test]
 async fn an_issuer_of_another_tenant_is_refused() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let a = TenantId(tenants::create(&mut conn, "A", "TZS").await.expect("tenant").id);
     let b = TenantId(tenants::create(&mut conn, "B", "TZS").await.expect("tenant").id);
     let user_b = UserId(users::create(&mut conn, b, "Bo", &Permissions::All).await.expect("user").id);
@@ -66,7 +66,7 @@ async fn an_issuer_of_another_tenant_is_refused() {
 #[tokio::test]
 async fn rotation_revokes_the_old_key_and_brings_a_legacy_key_under_an_issuer() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let now = OffsetDateTime::now_utc();
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     let user = UserId(users::create(&mut conn, tenant, "Ann", &Permissions::All).await.expect("user").id);
@@ -86,7 +86,7 @@ async fn rotation_revokes_the_old_key_and_brings_a_legacy_key_under_an_issuer() 
 #[tokio::test]
 async fn expiry_revocation_and_tenant_status_apply_at_once() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let now = OffsetDateTime::now_utc();
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     let user = UserId(users::create(&mut conn, tenant, "Ann", &Permissions::All).await.expect("user").id);
@@ -111,7 +111,7 @@ async fn expiry_revocation_and_tenant_status_apply_at_once() {
 #[tokio::test]
 async fn permissions_are_read_fresh_and_unknown_names_refused() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let now = OffsetDateTime::now_utc();
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     assert!(users::parse_permissions("contacts.view,contacts.fly").is_err());
@@ -136,7 +136,7 @@ async fn permissions_are_read_fresh_and_unknown_names_refused() {
 #[tokio::test]
 async fn the_wallet_starts_prepaid_and_keeps_a_ledger() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "KES").await.expect("tenant").id);
     let w = wallet::get(&mut conn, tenant).await.expect("wallet");
     assert_eq!((w.balance_minor, w.currency.as_str(), w.billing_mode.as_str()), (0, "KES", "prepaid"));
@@ -163,7 +163,7 @@ async fn the_wallet_starts_prepaid_and_keeps_a_ledger() {
 #[tokio::test]
 async fn modules_are_on_until_switched_off() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let tenant = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     assert!(modules::is_enabled(&mut conn, tenant, Module::Leads).await.expect("read"));
     modules::set(&mut conn, tenant, Module::Leads, false).await.expect("off");
@@ -176,7 +176,7 @@ async fn modules_are_on_until_switched_off() {
 #[tokio::test]
 async fn the_demo_account_is_made_once_and_its_key_reused() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let now = OffsetDateTime::now_utc();
     let first = demo::ensure(&mut conn, None, now).await.expect("demo");
     assert!(first.new_key);
@@ -196,7 +196,7 @@ async fn the_demo_account_is_made_once_and_its_key_reused() {
 #[tokio::test]
 async fn the_default_calling_code_is_255_until_set() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let tenant = tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
     assert_eq!(tenant.default_country_code, "255");
     let tenant = TenantId(tenant.id);
@@ -210,7 +210,7 @@ async fn the_default_calling_code_is_255_until_set() {
 #[tokio::test]
 async fn a_user_is_read_within_its_tenant_only() {
     let (_db, pool) = setup().await;
-    let mut conn = store::connect(&pool).await.expect("conn");
+    let mut conn = store::connect_system(&pool).await.expect("conn");
     let acme = TenantId(tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant").id);
     let globex = TenantId(tenants::create(&mut conn, "Globex", "TZS").await.expect("tenant").id);
     let ann = users::create(&mut conn, acme, "Ann", &Permissions::All).await.expect("user").id;

@@ -281,7 +281,7 @@ impl CommerceService {
         let prefix = sku_prefix(&mut rules, prefix);
         rules.finish()?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = conn
             .transaction::<_, Error, _>(async |conn| {
                 let id = diesel::insert_into(catalogues::table)
@@ -316,7 +316,7 @@ impl CommerceService {
         id: CatalogueId,
         body: CatalogueSettings,
     ) -> Result<Catalogue, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, id).await?;
         let mut rules = Rules::new();
         if !body.sku_prefix.is_absent() {
@@ -333,7 +333,7 @@ impl CommerceService {
 
     pub async fn get_catalogue(&self, caller: &Caller, id: CatalogueId) -> Result<Catalogue, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.catalogue_of(&mut conn, caller, id).await
     }
 
@@ -347,7 +347,7 @@ impl CommerceService {
     /// The tenant's shops, oldest first.
     pub async fn list_catalogues(&self, caller: &Caller, page: PageRequest) -> Result<Page<Catalogue>, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let mine = catalogues::tenant_id.eq(caller.tenant_id.0);
         let total: i64 = catalogues::table.filter(mine).count().get_result(&mut conn).await?;
         let rows: Vec<Row> = catalogues::table

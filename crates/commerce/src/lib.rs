@@ -10,7 +10,7 @@
 //!
 //! tokio::runtime::Runtime::new().unwrap().block_on(async {
 //!     let db = TestDb::new().await;
-//!     let mut conn = store::connect(&db.pool()).await.unwrap();
+//!     let mut conn = store::connect_system(&db.pool()).await.unwrap();
 //!     let tenant = accounts::tenants::create(&mut conn, "Duka", "TZS").await.unwrap();
 //!     let caller = Caller::operator(TenantId(tenant.id), "255");
 //!

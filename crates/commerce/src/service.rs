@@ -22,8 +22,9 @@ impl CommerceService {
         Self { pool, clock }
     }
 
-    pub(crate) async fn conn(&self) -> Result<store::PooledConn, Error> {
-        store::connect(&self.pool).await
+    /// A connection that sees `tenant`'s rows only (row-level security).
+    pub(crate) async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool, tenant).await
     }
 
     /// The shop `id` of the caller's tenant, after checking `permission`; another tenant's shop is

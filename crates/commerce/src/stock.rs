@@ -351,7 +351,7 @@ impl CommerceService {
         catalogue: CatalogueId,
         body: LevelsPush,
     ) -> Result<Pushed, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let levels = check_levels(&body)?;
         let received = levels.len();
@@ -416,7 +416,7 @@ impl CommerceService {
         filter: &LevelFilter,
         page: PageRequest,
     ) -> Result<Page<Level>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let query = || {
             let mut query = p::table.filter(p::catalogue_id.eq(shop.id).and(p::retired_at.is_null())).into_boxed();
@@ -447,7 +447,7 @@ impl CommerceService {
         product: &ProductRef,
         page: PageRequest,
     ) -> Result<Page<MovementView>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let id = product.resolve(&mut conn, shop.id).await?;
         let total: i64 = m::table.filter(m::product_id.eq(id)).count().get_result(&mut conn).await?;

@@ -219,11 +219,12 @@ impl Job for RunSync {
     type State = CommerceService;
 
     async fn run(self, service: Arc<CommerceService>, ctx: JobContext) -> Result<(), JobError> {
-        match service.run_sync(self.sync_id).await {
+        let tenant = ctx.tenant()?;
+        match service.run_sync(tenant, self.sync_id).await {
             Ok(()) => Ok(()),
             // the last attempt reports the failure instead of leaving the run `running`
             Err(error) if ctx.attempt >= Self::MAX_ATTEMPTS => {
-                service.fail_sync(self.sync_id, &error.message).await?;
+                service.fail_sync(tenant, self.sync_id, &error.message).await?;
                 Ok(())
             }
             Err(error) => Err(error.into()),
@@ -240,7 +241,7 @@ impl CommerceService {
         key: Option<Key>,
         body: Batch,
     ) -> Result<Answer<Report>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let now = self.clock.now();
         // contract: a repeated key returns the owning run, whatever the body (so nothing of the
@@ -257,7 +258,7 @@ impl CommerceService {
     }
 
     pub async fn get_sync(&self, caller: &Caller, catalogue: CatalogueId, sync: SyncId) -> Result<Report, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let row: Row = s::table
             .filter(s::id.eq(sync.0).and(s::catalogue_id.eq(shop.id)))
@@ -276,7 +277,7 @@ impl CommerceService {
         catalogue: CatalogueId,
         page: PageRequest,
     ) -> Result<Page<Report>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let total: i64 = s::table.filter(s::catalogue_id.eq(shop.id)).count().get_result(&mut conn).await?;
         let rows: Vec<Row> = s::table
@@ -292,8 +293,8 @@ impl CommerceService {
 
     /// Works a run in one transaction; a run already finished is left alone (jobs run at least
     /// once).
-    pub async fn run_sync(&self, sync: SyncId) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
+    pub async fn run_sync(&self, tenant: TenantId, sync: SyncId) -> Result<(), Error> {
+        let mut conn = self.conn(tenant).await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let Some((catalogue, mode, status, payload)) = s::table
@@ -347,8 +348,8 @@ impl CommerceService {
     }
 
     /// Marks a run that could not be worked as failed, and says so.
-    pub async fn fail_sync(&self, sync: SyncId, why: &str) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
+    pub async fn fail_sync(&self, tenant: TenantId, sync: SyncId, why: &str) -> Result<(), Error> {
+        let mut conn = self.conn(tenant).await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let fail = SyncEvent::Fail;

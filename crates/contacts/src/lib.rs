@@ -10,7 +10,7 @@
 //! tokio::runtime::Runtime::new().unwrap().block_on(async {
 //!     let db = TestDb::new().await; // a fresh, migrated database, dropped at the end
 //!     let pool = db.pool();
-//!     let mut conn = store::connect(&pool).await.unwrap();
+//!     let mut conn = store::connect_system(&pool).await.unwrap();
 //!     let tenant = accounts::tenants::create(&mut conn, "Acme", "TZS").await.unwrap();
 //!     let caller = Caller::operator(TenantId(tenant.id), "255");
 //!     let service = ContactService::new(pool, Clock::system());

@@ -104,8 +104,9 @@ impl ContactService {
         Self { pool, clock }
     }
 
-    async fn conn(&self) -> Result<store::PooledConn, Error> {
-        store::connect(&self.pool).await
+    /// A connection that sees `tenant`'s rows only (row-level security).
+    async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool, tenant).await
     }
 
     async fn group_row(conn: &mut Conn, tenant: TenantId, group: GroupRef) -> Result<GroupRow, Error> {
@@ -160,7 +161,7 @@ impl ContactService {
     pub async fn list_groups(&self, caller: &Caller, page: PageRequest) -> Result<Page<ContactGroup>, Error> {
         caller.require(Permission::CONTACTS_VIEW)?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let total: i64 =
             contact_groups::table.filter(contact_groups::tenant_id.eq(tenant.0)).count().get_result(&mut conn).await?;
         let (limit, offset) = page_bounds(page);
@@ -191,7 +192,7 @@ impl ContactService {
         let fields = input.custom_fields.map(|v| parse_custom_fields(v, &mut errors)).unwrap_or_default();
         errors.finish()?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row: GroupRow = diesel::insert_into(contact_groups::table)
             .values((
                 contact_groups::uid.eq(Uuid::new_v4()),
@@ -209,7 +210,7 @@ impl ContactService {
 
     pub async fn get_group(&self, caller: &Caller, group: GroupRef) -> Result<ContactGroup, Error> {
         caller.require(Permission::CONTACTS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = Self::group_row(&mut conn, caller.tenant_id, group).await?;
         Self::with_counts(&mut conn, caller.tenant_id, row).await
     }
@@ -228,7 +229,7 @@ impl ContactService {
         // null removes every definition
         let fields = patch.custom_fields.change().map(|v| parse_custom_fields(v.unwrap_or_default(), &mut errors));
         errors.finish()?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = Self::group_row(&mut conn, caller.tenant_id, group).await?;
         let fields = match fields {
             Some(fields) => serde_json::to_value(fields).map_err(Error::internal)?,
@@ -252,7 +253,7 @@ impl ContactService {
     pub async fn delete_group(&self, caller: &Caller, group: GroupRef, force: bool) -> Result<DeletedGroup, Error> {
         caller.require(Permission::CONTACTS_DELETE)?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         conn.transaction(async |conn| {
             let row = Self::group_row(conn, tenant, group).await?;
             // Holds off concurrent adds while counting, so "empty" stays true until deleted.
@@ -290,7 +291,7 @@ impl ContactService {
     ) -> Result<Page<Contact>, Error> {
         caller.require(Permission::CONTACTS_VIEW)?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let group = Self::group_row(&mut conn, tenant, group).await?;
         let total: i64 = filtered(tenant, Some(group.id), &query).count().get_result(&mut conn).await?;
         let (limit, offset) = page_bounds(page);
@@ -314,7 +315,7 @@ impl ContactService {
     ) -> Result<Page<Contact>, Error> {
         caller.require(Permission::CONTACTS_VIEW)?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let group = match group {
             Some(group) => Some(Self::group_row(&mut conn, tenant, group).await?.id),
             None => None,
@@ -367,7 +368,7 @@ impl ContactService {
         caller.require(Permission::CONTACTS_CREATE)?;
         let body = input.read()?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let (phone, field) = body.phone.clone().ok_or_else(|| Error::field("PHONE", "The PHONE field is required."))?;
         let phone = parse_phone(&phone, field, body.country_code.as_deref(), &default_cc)?;
@@ -406,7 +407,7 @@ impl ContactService {
 
     pub async fn get_contact(&self, caller: &Caller, group: GroupRef, contact: &ContactRef) -> Result<Contact, Error> {
         caller.require(Permission::CONTACTS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let group = Self::group_row(&mut conn, caller.tenant_id, group).await?;
         Ok(Self::contact_row(&mut conn, caller.tenant_id, group.id, contact).await?.into_contact(group.uid))
     }
@@ -423,7 +424,7 @@ impl ContactService {
         caller.require(Permission::CONTACTS_EDIT)?;
         let body = input.read()?;
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let row = Self::contact_row(&mut conn, tenant, group.id, contact).await?;
         let change = batch::apply_patch(&row_state(&row), &body, &default_cc)?;
@@ -461,7 +462,7 @@ impl ContactService {
         contact: &ContactRef,
     ) -> Result<Contact, Error> {
         caller.require(Permission::CONTACTS_DELETE)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let group = Self::group_row(&mut conn, caller.tenant_id, group).await?;
         let row = Self::contact_row(&mut conn, caller.tenant_id, group.id, contact).await?;
         diesel::delete(contacts::table.find(row.id).filter(contacts::tenant_id.eq(caller.tenant_id.0)))
@@ -477,7 +478,7 @@ impl ContactService {
         input.check()?;
         let skip_existing = input.skip_existing.unwrap_or(false);
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
         let plan = batch::plan(input.contacts, &default_cc);
         // One index probe per number: the planner would otherwise scan a young group whole.

@@ -166,7 +166,7 @@ impl DataService {
     /// Creates or alters the group and tables of a definition file, by slug.
     pub async fn apply(&self, tenant: TenantId, file: Value) -> Result<Applied> {
         let file: File = serde_json::from_value(file).map_err(|e| Error::field("definition", e.to_string()))?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let existing = load_all(&mut conn, tenant).await?;
         let calling_code = accounts::tenants::get(&mut conn, tenant).await?.default_country_code;
         let region = kernel::phone::region_of(&calling_code).unwrap_or_default();
@@ -540,7 +540,7 @@ impl Job for BuildIndexes {
     type State = DataService;
 
     async fn run(self, _state: Arc<DataService>, ctx: JobContext) -> Result<(), JobError> {
-        let mut conn = store::connect(&ctx.pool).await?;
+        let mut conn = ctx.pool.owner_connection().await?;
         loop {
             if !try_lock(&mut conn).await? {
                 return Ok(());
@@ -573,7 +573,7 @@ impl Job for DropIndex {
     type State = DataService;
 
     async fn run(self, _state: Arc<DataService>, ctx: JobContext) -> Result<(), JobError> {
-        let mut conn = store::connect(&ctx.pool).await?;
+        let mut conn = ctx.pool.owner_connection().await?;
         if !try_lock(&mut conn).await? {
             return Err(JobError("an index build is running; dropping later".into()));
         }

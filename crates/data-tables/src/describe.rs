@@ -106,7 +106,7 @@ impl DataService {
 
     /// `GET /data/tables`.
     pub async fn tables(&self, caller: &Caller) -> Result<Tables> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let mut tables: Vec<TableSummary> =
             self.visible(&mut conn, caller).await?.into_iter().map(|(_, s)| s).collect();
         tables.sort_by(|a, b| (&a.group.name, &a.name).cmp(&(&b.group.name, &b.name)));
@@ -115,7 +115,7 @@ impl DataService {
 
     /// `GET /data/tables/{table}/schema`.
     pub async fn schema(&self, caller: &Caller, table: crate::TableId) -> Result<Value> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         let row = &view.table.row;
         let definition = view.definition();

@@ -193,7 +193,7 @@ impl DataService {
 
     /// `GET /data/groups`: groups with at least one table this caller may read.
     pub async fn groups(&self, caller: &Caller) -> Result<Groups> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let visible = self.visible(&mut conn, caller).await?;
         let groups = group_rows(&mut conn, caller.tenant_id)
             .await?
@@ -208,7 +208,7 @@ impl DataService {
 
     /// `GET /data/groups/{group}`: the group, its tables with their columns, its reports.
     pub async fn group_detail(&self, caller: &Caller, id: Uuid) -> Result<Value> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let (group, tables) = self.group(&mut conn, caller, id).await?;
         let reports: Vec<Report> = serde_json::from_value(group.reports.clone()).unwrap_or_default();
         let reports: Vec<Value> = reports
@@ -241,7 +241,7 @@ impl DataService {
 
     /// `GET /data/groups/{group}/overview`.
     pub async fn overview(&self, caller: &Caller, id: Uuid, range: &Range) -> Result<Value> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let (group, tables) = self.group(&mut conn, caller, id).await?;
         let ids: Vec<Uuid> = tables.iter().map(|(v, _)| v.table.id()).collect();
         let counts: Vec<TableCounts> = diesel::sql_query(

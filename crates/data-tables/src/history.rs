@@ -69,7 +69,7 @@ impl DataService {
         query: &TimelineQuery,
     ) -> Result<History> {
         let page = Timeline::parse(query)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         let mut rows: Vec<Row> = diesel::sql_query(
             "SELECT id, action, changes, source, actor, at FROM data_record_history

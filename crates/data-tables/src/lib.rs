@@ -9,7 +9,7 @@
 //! tokio::runtime::Runtime::new().unwrap().block_on(async {
 //!     let db = store::testing::TestDb::new().await;
 //!     let pool = db.pool();
-//!     let mut conn = store::connect(&pool).await.unwrap();
+//!     let mut conn = store::connect_system(&pool).await.unwrap();
 //!     let tenant = TenantId(accounts::tenants::create(&mut conn, "Duka", "TZS").await.unwrap().id);
 //!     let data = DataService::new(pool, Clock::system(), "https://api.example.com");
 //!     let definition = json!({

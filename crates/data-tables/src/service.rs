@@ -30,8 +30,15 @@ impl DataService {
         Self { pool, clock, public_url, file_key: Arc::default() }
     }
 
-    pub(crate) async fn conn(&self) -> Result<store::PooledConn> {
-        store::connect(&self.pool).await
+    /// A connection that sees `tenant`'s rows only (row-level security).
+    pub(crate) async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn> {
+        store::connect(&self.pool, tenant).await
+    }
+
+    /// A connection across tenants, for work that finds out whose it is (docs/operations.md,
+    /// "Row-level security").
+    pub(crate) async fn system_conn(&self) -> Result<store::PooledConn> {
+        store::connect_system(&self.pool).await
     }
 
     /// Registers the index builder and dropper.

@@ -74,7 +74,7 @@ pub struct States {
 impl DataService {
     /// `GET /data/tables/{table}/states`.
     pub async fn states(&self, caller: &Caller, table: crate::TableId) -> Result<States> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         let fields = view
             .definition()

@@ -39,7 +39,7 @@ pub struct LeadField {
 impl LeadService {
     /// The workspace's custom fields, by key (`leads.view`).
     pub async fn fields(&self, caller: &Caller) -> Result<Vec<LeadField>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let rows: Vec<(String, String, String, Vec<String>)> = lead_fields::table
             .filter(lead_fields::tenant_id.eq(caller.tenant_id.0))

@@ -100,7 +100,7 @@ impl Job for FlushUpdate {
     type State = LeadService;
 
     async fn run(self, service: Arc<LeadService>, ctx: JobContext) -> Result<(), JobError> {
-        let mut conn = store::connect(&ctx.pool).await?;
+        let mut conn = store::connect(&ctx.pool, ctx.tenant()?).await?;
         let now = ctx.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let parked: Option<(i64, Value, Value)> = diesel::delete(lead_pending_updates::table.find(self.lead))

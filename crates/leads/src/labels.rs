@@ -360,7 +360,7 @@ async fn lead_count(conn: &mut store::Conn, tenant: TenantId, label: LabelId) ->
 impl LeadService {
     /// Every label of the workspace with its lead count, by name (any case).
     pub async fn labels(&self, caller: &Caller) -> Result<Vec<LabelWithCount>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let tenant = caller.tenant_id;
         let rows: Vec<LabelRow> = lead_labels::table
@@ -391,7 +391,7 @@ impl LeadService {
 
     /// A new label (`leads.settings`).
     pub async fn create_label(&self, caller: &Caller, input: NewLabel) -> Result<LabelWithCount, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.access(&mut conn, caller, Permission::LEADS_SETTINGS).await?;
         let (name, color, description, ai_assignable) = check_new(input)?;
         let now = self.clock.now();
@@ -416,7 +416,7 @@ impl LeadService {
 
     /// Changes what is sent of a label (`leads.settings`); another workspace's label is not found.
     pub async fn update_label(&self, caller: &Caller, id: LabelId, patch: LabelPatch) -> Result<LabelWithCount, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.access(&mut conn, caller, Permission::LEADS_SETTINGS).await?;
         let tenant = caller.tenant_id;
         let current = label_row(&mut conn, tenant, id).await?;
@@ -453,7 +453,7 @@ impl LeadService {
     /// Deletes a label (`leads.settings`); it goes from every lead with it (the links cascade,
     /// without a `lead.label_removed` per lead: the workspace's vocabulary changed, not a lead).
     pub async fn delete_label(&self, caller: &Caller, id: LabelId) -> Result<DeletedLabel, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         self.access(&mut conn, caller, Permission::LEADS_SETTINGS).await?;
         let tenant = caller.tenant_id;
         conn.transaction::<_, Error, _>(async |conn| {
@@ -472,7 +472,7 @@ impl LeadService {
     /// `refused`. Each label newly on the lead is a `label_added` activity and a
     /// `lead.label_added` event.
     pub async fn add_lead_labels(&self, caller: &Caller, id: LeadId, input: LabelNames) -> Result<LabelsAdded, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let names = check_names(input.labels)?;
         let tenant = caller.tenant_id;
@@ -497,7 +497,7 @@ impl LeadService {
         id: LeadId,
         input: LabelNames,
     ) -> Result<LabelsRemoved, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let names = check_names(input.labels)?;
         let tenant = caller.tenant_id;

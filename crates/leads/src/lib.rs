@@ -10,7 +10,7 @@
 //! tokio::runtime::Runtime::new().expect("runtime").block_on(async {
 //!     let db = TestDb::new().await;
 //!     let pool = db.pool();
-//!     let mut conn = store::connect(&pool).await.expect("connection");
+//!     let mut conn = store::connect_system(&pool).await.expect("connection");
 //!     let tenant = accounts::tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
 //!     let caller = kernel::Caller::operator(kernel::TenantId(tenant.id), "255");
 //!     let leads = LeadService::new(pool, kernel::Clock::system(), "https://app.example.com".into());

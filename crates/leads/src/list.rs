@@ -99,7 +99,7 @@ fn moment(raw: &str, end: bool) -> Option<OffsetDateTime> {
 
 impl LeadService {
     pub async fn list(&self, caller: &Caller, filter: &LeadFilter, page: PageRequest) -> Result<Page<Lead>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let me = actor.user.map(|u| u.0);
         let mut errors = FieldErrors::new();

@@ -343,7 +343,7 @@ impl LeadService {
 
     /// `PATCH /leads/{lead}`: sets what is sent, clears what is sent as null.
     pub async fn update(&self, caller: &Caller, id: LeadId, patch: LeadPatch) -> Result<Lead, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let workspace = accounts::tenants::get(&mut conn, caller.tenant_id).await?;
         let tenant = caller.tenant_id;
@@ -494,7 +494,7 @@ impl LeadService {
 
     /// `POST /leads/{lead}/notes`.
     pub async fn add_note(&self, caller: &Caller, id: LeadId, input: NewNote) -> Result<Note, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let body = input.body.as_deref().map(str::trim).unwrap_or_default().to_owned();
         if body.is_empty() || body.chars().count() > 10_000 {
@@ -522,7 +522,7 @@ impl LeadService {
 
     /// `POST /leads/{lead}/assign`: a user of the workspace, or null for the pool.
     pub async fn assign(&self, caller: &Caller, id: LeadId, input: Assignment) -> Result<Lead, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_ASSIGN).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
         if let Some(user) = input.user_id {
@@ -567,7 +567,7 @@ impl LeadService {
 
     /// `DELETE /leads/{lead}`: `lead.deleted` carries its last state.
     pub async fn delete(&self, caller: &Caller, id: LeadId) -> Result<Lead, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_DELETE).await?;
         let (tenant, now) = (caller.tenant_id, self.clock.now());
         conn.transaction::<_, Error, _>(async |conn| {
@@ -585,7 +585,7 @@ impl LeadService {
     /// (at most 100); `before` takes `next_before`.
     pub async fn activities(&self, caller: &Caller, id: LeadId, query: &TimelineQuery) -> Result<Activities, Error> {
         let page = Timeline::parse(query)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_VIEW).await?;
         let row = lead::row(&mut conn, caller.tenant_id, id).await?;
         if !actor.sees(row.assigned_to, &row.created_by_kind, row.created_by_id) {

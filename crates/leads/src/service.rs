@@ -17,8 +17,9 @@ impl LeadService {
         Self { pool, clock, public_url }
     }
 
-    pub(crate) async fn conn(&self) -> Result<store::PooledConn, Error> {
-        store::connect(&self.pool).await
+    /// A connection that sees `tenant`'s rows only (row-level security).
+    pub(crate) async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool, tenant).await
     }
 
     /// The module is on and the caller holds `permission`; answers who acts.

@@ -213,7 +213,7 @@ pub struct StageChange {
 
 impl LeadService {
     pub async fn set_stage(&self, caller: &Caller, id: LeadId, input: StageChange) -> Result<Lead, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let Some(stage) = input.stage.as_deref().and_then(LeadStage::parse) else {
             return Err(Error::field("stage", LeadStage::INVALID).with_reason("invalid"));

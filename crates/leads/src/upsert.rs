@@ -391,7 +391,7 @@ impl LeadService {
     /// The upsert. With an `Idempotency-Key` a repeat by the same issuer answers the first
     /// answer, once the caller may upsert now and still sees the lead.
     pub async fn upsert(&self, caller: &Caller, body: UpsertLead, key: Option<Key>) -> Result<Answer<Upserted>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
         let request = key.map(|key| Request::new(caller, "leads.upsert", key, &body)).transpose()?;
         let answer = idempotency::once(&mut conn, self.clock.now(), request, async |conn| {

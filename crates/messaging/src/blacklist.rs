@@ -142,7 +142,7 @@ impl MessagingService {
     pub async fn blacklist(&self, caller: &Caller, page: PageRequest) -> Result<Page<BlacklistEntry>, Error> {
         caller.require_issuer()?;
         caller.require(Permission::CONTACTS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let total: i64 = entries(caller.tenant_id.0).count().get_result(&mut conn).await?;
         let rows: Vec<Row> = entries(caller.tenant_id.0)
             .order((sms_blacklist::created_at.desc(), sms_blacklist::number))
@@ -170,7 +170,7 @@ impl MessagingService {
         let numbers = body.numbers.iter().map(|n| number(n, &caller.calling_code)).collect::<Result<Vec<_>, _>>()?;
         let now = self.clock.now();
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         conn.transaction(async |conn| {
             for n in &numbers {
                 add(conn, tenant, n, body.reason.as_deref(), None, now).await?;
@@ -192,7 +192,7 @@ impl MessagingService {
         caller.require_issuer()?;
         caller.require(Permission::CONTACTS_EDIT)?;
         let number = number(raw, &caller.calling_code).map_err(|_| Error::not_found("Blacklisted number"))?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         if remove(&mut conn, caller.tenant_id, &number).await? {
             Ok(())
         } else {

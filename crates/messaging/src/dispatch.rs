@@ -46,7 +46,7 @@ impl Job for SendMessages {
     async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
         let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
         if let Some(later) = state.dispatch(tenant, &self.ids).await? {
-            let mut conn = store::connect(&ctx.pool).await?;
+            let mut conn = store::connect(&ctx.pool, tenant).await?;
             let options = Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
             store::jobs::enqueue(&mut conn, &SendMessages { tenant_id: tenant, ids: later.ids }, options).await?;
         }
@@ -98,7 +98,7 @@ impl MessagingService {
     /// Dispatches what is due among `ids` (messages of `tenant`); answers what is left for later.
     pub async fn dispatch(&self, tenant: TenantId, ids: &[i64]) -> Result<Option<Later>, Error> {
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         // Messages are found by id (the primary key) and their tenant checked, `tenant_id + 0`
         // keeping the planner off the tenant-led indexes: with statistics older than the rows
         // (a fresh table, a tenant new since the last ANALYZE) those look as cheap and would
@@ -166,7 +166,7 @@ impl MessagingService {
         let next_second = now.replace_nanosecond(0).unwrap_or(now) + Duration::SECOND;
         drop(conn);
         for (channel_id, ids) in by_channel {
-            let channel = channels::get(&mut *self.conn().await?, tenant, channel_id).await?;
+            let channel = channels::get(&mut *self.conn(tenant).await?, tenant, channel_id).await?;
             if channel.status != "active" {
                 // A disabled channel sends nothing; its messages wait for it to come back.
                 for id in &ids {
@@ -250,10 +250,10 @@ impl MessagingService {
         now: OffsetDateTime,
         consent: Consent,
     ) -> Result<Sent, Error> {
+        let tenant = TenantId(channel.tenant_id);
         let (claimed, deferred) = {
-            let mut conn = self.conn().await?;
+            let mut conn = self.conn(tenant).await?;
             let granted = self.take(&mut conn, channel, ids.len(), now).await?;
-            let tenant = TenantId(channel.tenant_id);
             let claimed = claim(&mut conn, tenant, &ids[..granted], now, self.config.process).await?;
             // Granted but not claimed: another sender holds them, or they moved on. Looking
             // again later costs little and keeps them from being lost if that sender rolls back.
@@ -270,9 +270,9 @@ impl MessagingService {
         let (claimed, opted_out) = match consent {
             Consent::Checked => (claimed, Vec::new()),
             Consent::Recheck => {
-                let mut conn = self.conn().await?;
+                let mut conn = self.conn(tenant).await?;
                 let numbers: Vec<String> = claimed.iter().map(|m| m.recipient.clone()).collect();
-                let listed = blacklist::listed(&mut conn, TenantId(channel.tenant_id), &numbers).await?;
+                let listed = blacklist::listed(&mut conn, tenant, &numbers).await?;
                 claimed.into_iter().partition::<Vec<_>, _>(|m| !listed.contains(&m.recipient))
             }
         };
@@ -339,7 +339,7 @@ impl MessagingService {
         results: Vec<(Message, Answer)>,
     ) -> Result<Vec<Message>, Error> {
         store::persist(self.config.dead_after, || async {
-            let mut conn = self.conn().await?;
+            let mut conn = self.conn(TenantId(channel.tenant_id)).await?;
             self.record(&mut conn, channel, results.clone()).await
         })
         .await

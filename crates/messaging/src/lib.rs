@@ -14,7 +14,7 @@
 //!
 //! tokio::runtime::Runtime::new().unwrap().block_on(async {
 //!     let db = store::testing::TestDb::new().await;
-//!     let mut conn = store::connect(&db.pool()).await.unwrap();
+//!     let mut conn = store::connect_system(&db.pool()).await.unwrap();
 //!     // An account with a sandbox channel, an approved sender id, a price and some credit.
 //!     let tenant = kernel::TenantId(accounts::tenants::create(&mut conn, "Acme", "TZS").await.unwrap().id);
 //!     let channel = NewChannel { kind: "sms".into(), provider: "sandbox".into(), code: Some("main".into()), ..Default::default() };

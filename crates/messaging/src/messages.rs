@@ -206,7 +206,7 @@ pub async fn list(
 impl crate::MessagingService {
     /// `GET /sms/{uid}`: by uid or numeric id (contract: tenant credential only).
     pub async fn message(&self, caller: &kernel::Caller, message: &MessageRef) -> Result<Message, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         get(&mut conn, caller.tenant_id, message).await
     }
 
@@ -220,13 +220,13 @@ impl crate::MessagingService {
     ) -> Result<Page<Message>, Error> {
         caller.require_issuer()?;
         caller.require(kernel::Permission::MESSAGES_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         list(&mut conn, caller, filter, page).await
     }
 
     /// `GET /sms/senders`: the usable sender identities.
     pub async fn senders(&self, caller: &kernel::Caller) -> Result<Vec<crate::channels::Sender>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         crate::channels::usable_senders(&mut conn, caller.tenant_id).await
     }
 }

@@ -57,7 +57,7 @@ impl Job for ApplyReceipts {
 
     async fn run(self, state: Arc<MessagingService>, ctx: JobContext) -> Result<(), JobError> {
         let tenant = crate::service::job_tenant(self.tenant_id, &ctx)?;
-        let mut conn = state.conn().await?;
+        let mut conn = state.conn(tenant).await?;
         let now = state.clock.now();
         let channel = channels::get(&mut conn, tenant, self.channel_id).await?;
         apply(&mut conn, &channel, &self.receipts, now).await?;
@@ -227,8 +227,10 @@ impl MessagingService {
         body: &[u8],
     ) -> Result<CallbackOutcome, Error> {
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
-        let channel = channels::by_callback_token(&mut conn, token).await?;
+        // the token says whose callback it is: the channel is found across tenants, the rest
+        // is that tenant's
+        let channel = channels::by_callback_token(&mut *self.system_conn().await?, token).await?;
+        let mut conn = self.conn(TenantId(channel.tenant_id)).await?;
         let gateway = self.gateways.reader(&channel)?;
         let receipt = match gateway.parse_receipt(content_type, body) {
             Ok(receipt) => receipt,
@@ -275,8 +277,10 @@ impl MessagingService {
     /// as proof, an opt-in keyword takes it off.
     pub async fn inbound_callback(&self, token: &str, content_type: &str, body: &[u8]) -> Result<Message, Error> {
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
-        let channel = channels::by_callback_token(&mut conn, token).await?;
+        // the token says whose callback it is: the channel is found across tenants, the rest
+        // is that tenant's
+        let channel = channels::by_callback_token(&mut *self.system_conn().await?, token).await?;
+        let mut conn = self.conn(TenantId(channel.tenant_id)).await?;
         let gateway = self.gateways.reader(&channel)?;
         let sms = match gateway.parse_inbound(content_type, body) {
             // PostgreSQL text cannot hold NUL
@@ -393,7 +397,7 @@ impl MessagingService {
     /// may still come).
     pub async fn check_delivery(&self, tenant: TenantId, ids: &[i64]) -> Result<(), Error> {
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let overdue: Vec<Message> = diesel::sql_query(
             "UPDATE messages SET status = $5, updated_at = $2
              WHERE id = ANY($1) AND tenant_id + 0 = $4 AND status = ANY($3) RETURNING *",

@@ -356,7 +356,7 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         let due = checked.schedule.filter(|at| *at > now);
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let config = self.config.clone();
         let (messages, inline) = conn
             .transaction(async |conn| {
@@ -483,7 +483,7 @@ impl MessagingService {
     }
 
     async fn enqueue_later(&self, tenant: TenantId, later: crate::dispatch::Later) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let job = SendMessages { tenant_id: tenant, ids: later.ids };
         let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: Some(later.at), ..Default::default() };
         store::jobs::enqueue(&mut conn, &job, options).await?;
@@ -494,7 +494,7 @@ impl MessagingService {
     async fn reread(&self, tenant: TenantId, written: &[Message]) -> Vec<Message> {
         let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
         let read = async {
-            let mut conn = self.conn().await?;
+            let mut conn = self.conn(tenant).await?;
             messages::table
                 .filter(messages::tenant_id.eq(tenant.0))
                 .filter(messages::id.eq_any(&ids))

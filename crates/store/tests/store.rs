@@ -13,5 +13,7 @@ mod jobs;
 mod outbox;
 #[path = "store/recovery.rs"]
 mod recovery;
+#[path = "store/row_security.rs"]
+mod row_security;
 #[path = "store/tenancy.rs"]
 mod tenancy;

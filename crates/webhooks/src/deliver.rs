@@ -199,7 +199,7 @@ impl Deliverer {
     /// a receiver that has its share here already.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let config = &self.service.config;
-        let mut conn = self.service.conn().await?;
+        let mut conn = self.service.system_conn().await?;
         while self.screen(&mut conn).await? == SCREEN_BATCH {}
         let now = self.service.clock.now();
         let pending = DeliveryState::Pending.sql();
@@ -317,7 +317,7 @@ impl Deliverer {
             return Ok(0);
         }
         let now = self.service.clock.now();
-        let mut conn = self.service.conn().await?;
+        let mut conn = self.service.system_conn().await?;
         let renewed = diesel::sql_query(
             "UPDATE webhook_deliveries SET locked_until = $3
              WHERE id = ANY ($1) AND locked_by = $2 AND state = $4 AND locked_until < $3",
@@ -417,7 +417,7 @@ impl Deliverer {
     async fn write(&self, finished: &[Finished]) -> Result<(), Error> {
         let (finished, unmade): (Vec<&Finished>, Vec<&Finished>) = finished.iter().partition(|f| f.outcome.is_some());
         let service = &self.service;
-        let mut conn = service.conn().await?;
+        let mut conn = service.system_conn().await?;
         if !unmade.is_empty() {
             release(&mut conn, self.id, unmade.iter().map(|f| f.id).collect()).await?;
         }

@@ -9,7 +9,7 @@
 //! tokio::runtime::Runtime::new().unwrap().block_on(async {
 //!     let db = store::testing::TestDb::new().await;
 //!     let pool = db.pool();
-//!     let mut conn = store::connect(&pool).await.unwrap();
+//!     let mut conn = store::connect_system(&pool).await.unwrap();
 //!     let tenant = TenantId(accounts::tenants::create(&mut conn, "Duka", "TZS").await.unwrap().id);
 //!     // with nothing configured, a key this database keeps seals the secrets
 //!     let keyring = store::secrets::Keyring::load(&mut conn, &Default::default()).await.unwrap();

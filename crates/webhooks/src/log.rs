@@ -255,7 +255,7 @@ impl WebhookService {
             errors.add("event", format!("\"{event}\" is not an event of the catalogue."));
         }
         errors.finish()?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let receiver = self.row(&mut conn, caller.tenant_id, webhook).await?;
         let query = || {
             let mut q = webhook_deliveries::table.filter(webhook_deliveries::webhook_id.eq(receiver.id)).into_boxed();
@@ -283,7 +283,7 @@ impl WebhookService {
 
     pub async fn delivery(&self, caller: &Caller, webhook: WebhookId, delivery: DeliveryId) -> Result<Delivery, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = self.delivery_row(&mut conn, caller.tenant_id, webhook, delivery).await?;
         let attempts = attempts_of(&mut conn, caller.tenant_id, &[row.id]).await?;
         Ok(row.view(attempts))
@@ -298,7 +298,7 @@ impl WebhookService {
     pub async fn replay(&self, caller: &Caller, webhook: WebhookId, delivery: DeliveryId) -> Result<Delivery, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let tenant = caller.tenant_id;
         let id = diesel_async::AsyncConnection::transaction::<_, Error, _>(&mut *conn, async |conn| {
             // the receiver's row lock orders a replay against a pause being recorded
@@ -375,7 +375,7 @@ impl WebhookService {
         };
         let now = self.clock.now();
         let tenant = caller.tenant_id;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         diesel_async::AsyncConnection::transaction::<_, Error, _>(&mut *conn, async |conn| {
             let receiver = self.row(conn, tenant, webhook).await?;
             diesel::sql_query("SELECT id FROM webhooks WHERE id = $1 FOR UPDATE")
@@ -409,7 +409,7 @@ impl WebhookService {
     /// `GET /webhooks/notifications`: newest first.
     pub async fn notifications(&self, caller: &Caller, page: PageRequest) -> Result<Page<Notification>, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let mine = webhook_notifications::table.filter(webhook_notifications::tenant_id.eq(caller.tenant_id.0));
         let total: i64 = mine.count().get_result(&mut conn).await?;
         let items = mine
@@ -431,7 +431,7 @@ impl WebhookService {
             return Err(Error::field("event", format!("\"{event}\" is not an event of the catalogue.")));
         };
         let row = {
-            let mut conn = self.conn().await?;
+            let mut conn = self.conn(caller.tenant_id).await?;
             self.row(&mut conn, caller.tenant_id, webhook).await?
         };
         let target = crate::secrets::target(

@@ -280,7 +280,7 @@ impl WebhookService {
         errors.finish()?;
         let secret = signing::new_secret().map_err(|_| Error::internal("no randomness for a secret"))?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row: Row = diesel::insert_into(webhooks::table)
             .values((
                 webhooks::tenant_id.eq(caller.tenant_id.0),
@@ -301,14 +301,14 @@ impl WebhookService {
 
     pub async fn get(&self, caller: &Caller, id: WebhookId) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         Ok(self.row(&mut conn, caller.tenant_id, id).await?.view())
     }
 
     /// The tenant's receivers, oldest first.
     pub async fn list(&self, caller: &Caller, page: PageRequest) -> Result<Page<Webhook>, Error> {
         caller.require(Permission::WEBHOOKS_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let mine = webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0));
         let total: i64 = mine.count().get_result(&mut conn).await?;
         let rows: Vec<Row> = mine
@@ -325,7 +325,7 @@ impl WebhookService {
     /// 26 September 2026 keeps its URL only while it is not edited).
     pub async fn update(&self, caller: &Caller, id: WebhookId, patch: WebhookPatch) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = self.row(&mut conn, caller.tenant_id, id).await?;
         let mut errors = FieldErrors::new();
         // the same URL sent again is not an edit (an http endpoint from before the cutoff keeps it)
@@ -372,7 +372,7 @@ impl WebhookService {
     /// Deletes the receiver and its delivery log; deliveries in flight are dropped.
     pub async fn delete(&self, caller: &Caller, id: WebhookId) -> Result<Webhook, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row: Row = diesel::delete(
             webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id.0)),
         )
@@ -389,7 +389,7 @@ impl WebhookService {
     pub async fn rotate_secret(&self, caller: &Caller, id: WebhookId) -> Result<WithSecret, Error> {
         caller.require(Permission::WEBHOOKS_MANAGE)?;
         let secret = signing::new_secret().map_err(|_| Error::internal("no randomness for a secret"))?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row: Row = diesel::update(
             webhooks::table.filter(webhooks::tenant_id.eq(caller.tenant_id.0)).filter(webhooks::id.eq(id.0)),
         )

@@ -37,7 +37,7 @@ impl WebhookService {
         let mut after = 0_i64;
         let mut changed = 0_u64;
         loop {
-            let mut conn = self.conn().await?;
+            let mut conn = self.system_conn().await?;
             let keyring = &self.keyring;
             let (last, count) = conn
                 .transaction::<_, Error, _>(async |conn| {

@@ -84,7 +84,14 @@ impl WebhookService {
         Ok(self.catalogue.listing())
     }
 
-    pub(crate) async fn conn(&self) -> Result<store::PooledConn, Error> {
-        store::connect(&self.pool).await
+    /// A connection that sees `tenant`'s rows only (row-level security).
+    pub(crate) async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn, Error> {
+        store::connect(&self.pool, tenant).await
+    }
+
+    /// A connection across tenants, for work that finds out whose it is (docs/operations.md,
+    /// "Row-level security").
+    pub(crate) async fn system_conn(&self) -> Result<store::PooledConn, Error> {
+        store::connect_system(&self.pool).await
     }
 }

@@ -28,13 +28,13 @@ struct Status {
 }
 
 async fn count(pool: &store::Pool, sql: &str) -> i64 {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let found: Count = diesel::sql_query(sql).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     found.n
 }
 
 async fn run_status(pool: &store::Pool, sync: i64) -> String {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let found: Status = diesel::sql_query(format!("SELECT status FROM catalogue_syncs WHERE id = {sync}"))
         .get_result(&mut conn)
         .await

@@ -63,7 +63,7 @@ struct Count {
 /// How many rows of `table` (brands or categories) the shop has.
 async fn records<S>(app: &TestApp<S>, table: &str, shop: i64) -> i64 {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let row: Count = diesel::sql_query(format!("SELECT count(*) AS n FROM {table} WHERE catalogue_id = $1"))
         .bind::<BigInt, _>(shop)
         .get_result(&mut conn)
@@ -75,7 +75,7 @@ async fn records<S>(app: &TestApp<S>, table: &str, shop: i64) -> i64 {
 /// Gives the product a listing on `platform` in `state`, as publishing will.
 async fn list_on<S>(app: &TestApp<S>, product: i64, platform: &str, state: &str) {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     diesel::sql_query(
         "INSERT INTO product_listings (tenant_id, product_id, platform, state, problem, updated_at)
          SELECT tenant_id, id, $2, $3, NULL, $4 FROM products WHERE id = $1",

@@ -143,7 +143,7 @@ struct EventRow {
 /// The payloads of the tenant's events named `name`, oldest first, straight from the outbox.
 pub async fn events<S>(app: &TestApp<S>, tenant: TenantId, name: &str) -> Vec<Value> {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let rows: Vec<EventRow> = diesel::sql_query(
         "SELECT name, payload FROM events WHERE tenant_id = $1 AND name = $2 ORDER BY occurred_at, created_at, ctid",
     )

@@ -79,7 +79,7 @@ async fn a_database_outage_is_answered_503_and_ridden_out() {
     .await;
     let pool = store::pool(&url, 2).expect("pool");
     let key = {
-        let mut conn = store::connect(&pool).await.expect("connection");
+        let mut conn = store::connect_system(&pool).await.expect("connection");
         let tenant = accounts::tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
         let everything = accounts::users::parse_permissions("all").expect("permissions");
         let user =

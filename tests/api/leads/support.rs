@@ -106,7 +106,7 @@ pub struct Count {
 /// How many leads the tenant has, straight from the database.
 pub async fn lead_count<S>(app: &TestApp<S>, tenant: TenantId) -> i64 {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let row: Count = diesel::sql_query("SELECT count(*) AS n FROM leads WHERE tenant_id = $1")
         .bind::<BigInt, _>(tenant.0)
         .get_result(&mut conn)
@@ -119,7 +119,7 @@ pub async fn lead_count<S>(app: &TestApp<S>, tenant: TenantId) -> i64 {
 pub async fn assign<S>(app: &TestApp<S>, lead: &str, user: kernel::UserId) {
     use diesel_async::RunQueryDsl;
     let id: uuid::Uuid = lead.parse().expect("lead uuid");
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let updated = diesel::sql_query("UPDATE leads SET assigned_to = $1 WHERE id = $2")
         .bind::<BigInt, _>(user.0)
         .bind::<diesel::sql_types::Uuid, _>(id)
@@ -131,7 +131,7 @@ pub async fn assign<S>(app: &TestApp<S>, lead: &str, user: kernel::UserId) {
 
 /// Switches the tenant's leads module on or off.
 pub async fn set_module<S>(app: &TestApp<S>, tenant: TenantId, enabled: bool) {
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     accounts::modules::set(&mut conn, tenant, accounts::modules::Module::Leads, enabled).await.expect("module");
 }
 
@@ -275,7 +275,7 @@ pub fn label_id_of(label: &Value) -> i64 {
 
 /// Defines a custom lead field the way the admin CLI does.
 pub async fn define_field<S>(app: &TestApp<S>, tenant: TenantId, key: &str, kind: &str, options: &[&str]) {
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
     let label = format!("The {key}");
     leads::fields::set_field(&mut conn, tenant, key, &label, kind, &options).await.expect("field");

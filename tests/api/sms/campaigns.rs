@@ -243,7 +243,7 @@ async fn contact_ids(pool: &store::Pool, group: &Value) -> Vec<i64> {
 
 /// Sets a prepaid wallet to exactly `minor`.
 async fn set_balance(pool: &store::Pool, tenant: TenantId, minor: i64) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let now = accounts::wallet::get(&mut conn, tenant).await.expect("wallet").balance_minor;
     if now > minor {
         accounts::wallet::debit(&mut conn, tenant, now - minor, "test: drain").await.expect("debit").expect("enough");
@@ -260,7 +260,7 @@ async fn admin_top_up(url: &str, tenant: TenantId, amount_minor: i64) {
 
 /// A top-up that does not tell paused campaigns (only their periodic check finds it).
 async fn silent_top_up(pool: &store::Pool, tenant: TenantId, amount_minor: i64) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     accounts::wallet::credit(&mut conn, tenant, amount_minor, Some("test: silent top-up")).await.expect("credit");
 }
 
@@ -1173,7 +1173,7 @@ async fn a_campaign_names_only_a_group_of_its_own_account_and_loses_it_with_the_
     let c = create_one(&app, acme.key(), &g, "Hi").await;
     assert_eq!(c["contact_group"]["id"], g["id"]);
 
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let pointed =
         diesel::sql_query(format!("UPDATE campaigns SET contact_group_id = {} WHERE id = {}", foreign["id"], c["id"]))
             .execute(&mut conn)

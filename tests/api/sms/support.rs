@@ -148,7 +148,7 @@ where
 pub async fn add_channel(pool: &store::Pool, tenant: TenantId, new: NewChannel) -> Channel {
     let secrets = gateway::config::Config::from_env().expect("configuration").secrets;
     let keyring = gateway::keyring(pool, &secrets).await.expect("keyring");
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     messaging::channels::add(&mut conn, &keyring, tenant, new).await.expect("channel")
 }
 
@@ -166,7 +166,7 @@ pub async fn sandbox_channel(pool: &store::Pool, tenant: TenantId, code: &str, t
 
 /// Adds a sender identity to a channel (by code).
 pub async fn add_sender(pool: &store::Pool, tenant: TenantId, channel: &str, kind: &str, value: &str, status: &str) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let sender = NewSender {
         channel: channel.into(),
         kind: kind.into(),
@@ -178,7 +178,7 @@ pub async fn add_sender(pool: &store::Pool, tenant: TenantId, channel: &str, kin
 }
 
 pub async fn set_rate(pool: &store::Pool, tenant: TenantId, prefix: Option<&str>, price: i64) {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     messaging::channels::set_rate(&mut conn, tenant, prefix, price).await.expect("rate");
 }
 
@@ -192,7 +192,7 @@ struct EventRow {
 
 /// The tenant's outbox events, `(name, payload)`, in the order written.
 pub async fn events(pool: &store::Pool, tenant: TenantId) -> Vec<(String, Value)> {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let rows: Vec<EventRow> = diesel::sql_query(
         "SELECT name, payload FROM events WHERE tenant_id = $1 ORDER BY occurred_at, created_at, name",
     )
@@ -224,7 +224,7 @@ struct LedgerRow {
 
 /// The tenant's wallet ledger, `(kind, amount_minor)`, oldest first.
 pub async fn ledger(pool: &store::Pool, tenant: TenantId) -> Vec<(String, i64)> {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let rows: Vec<LedgerRow> =
         diesel::sql_query("SELECT kind, amount_minor FROM wallet_ledger WHERE tenant_id = $1 ORDER BY id")
             .bind::<BigInt, _>(tenant.0)
@@ -251,7 +251,7 @@ pub struct Callback {
 
 /// The callback log of a channel, oldest first.
 pub async fn callbacks(pool: &store::Pool, channel: &Channel) -> Vec<Callback> {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     diesel::sql_query(
         "SELECT kind, outcome, provider_message_id, message_id, body FROM provider_callbacks
          WHERE channel_id = $1 ORDER BY id",
@@ -270,7 +270,7 @@ struct Count {
 
 /// Rows of `messages` of a tenant, whatever their state (what HTTP cannot hide).
 pub async fn message_rows(pool: &store::Pool, tenant: TenantId) -> i64 {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let count: Count = diesel::sql_query("SELECT count(*) AS n FROM messages WHERE tenant_id = $1")
         .bind::<BigInt, _>(tenant.0)
         .get_result(&mut conn)

@@ -25,7 +25,7 @@ struct Count {
 }
 
 async fn count(pool: &store::Pool, sql: &str) -> i64 {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let found: Count = diesel::sql_query(sql).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     found.n
 }

@@ -35,7 +35,7 @@ async fn lead_ids(receiver: &Receiver) -> Vec<String> {
 
 async fn count(pool: &store::Pool, sql: &str, tenant: kernel::TenantId) -> i64 {
     use diesel_async::RunQueryDsl;
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     let row: Count = diesel::sql_query(sql)
         .bind::<BigInt, _>(tenant.0)
         .get_result(&mut conn)

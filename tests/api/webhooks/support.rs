@@ -130,7 +130,7 @@ where
 
 /// Writes an event to the outbox as a domain would (the fan-out does the rest).
 pub async fn emit<S>(app: &TestApp<S>, tenant: kernel::TenantId, name: &str, payload: Value) -> uuid::Uuid {
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     store::outbox::emit(&mut conn, tenant, name, payload, app.clock.now()).await.expect("emit")
 }
 

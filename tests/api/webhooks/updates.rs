@@ -25,7 +25,7 @@ struct Id {
 }
 
 async fn count<S>(app: &TestApp<S>, sql: &str) -> i64 {
-    let mut conn = store::connect(&app.pool).await.expect("connection");
+    let mut conn = store::connect_system(&app.pool).await.expect("connection");
     let row: Count = diesel::sql_query(sql).get_result(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     row.n
 }

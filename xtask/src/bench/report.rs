@@ -153,6 +153,8 @@ pub struct Gateway {
     pub campaign_batch_size: String,
     pub sandbox_delivery_delay_ms: String,
     pub sms_channel_throughput: u32,
+    /// `off` when the run measured the gateway without row-level security.
+    pub row_security: String,
 }
 
 #[derive(Serialize)]
@@ -388,6 +390,35 @@ fn rate(per_second: f64) -> String {
 }
 
 impl Report {
+    /// Each workload's API side beside the same workload of a run without row-level security
+    /// (`SVC_ROW_SECURITY=off`, kept in `without`): what the policies and the per-checkout
+    /// scope cost. Workloads only one of the runs measured are left out.
+    pub fn row_security_cost(&self, without: &serde_json::Value) -> String {
+        let mut out = String::new();
+        let date = without["date"].as_str().unwrap_or("?");
+        let _ = writeln!(out, "Row-level security: this run (on) against the run of {date} (off), API side");
+        let _ = writeln!(out, "\n| # | Workload | rate on | rate off | on/off | p99 on (ms) | p99 off (ms) |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let earlier = without["workloads"].as_array().map(Vec::as_slice).unwrap_or_default();
+        for w in &self.workloads {
+            let Some(off) = earlier.iter().find(|o| o["name"].as_str() == Some(w.name.as_str())) else {
+                continue;
+            };
+            let (rate, p99) = (off["api"]["per_second"].as_f64().unwrap_or(0.0), off["api"]["p99_ms"].as_f64());
+            let ratio = if rate > 0.0 { w.api.per_second / rate } else { 0.0 };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {rate:.0} | {ratio:.2} | {:.1} | {} |",
+                w.number,
+                w.name,
+                w.api.per_second,
+                w.api.p99_ms,
+                p99.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}")),
+            );
+        }
+        out
+    }
+
     /// The whole report as Markdown: conditions, results, targets, CPU shares.
     pub fn markdown(&self) -> String {
         let (m, g) = (&self.machine, &self.gateway);
@@ -415,6 +446,7 @@ impl Report {
             g.sms_inline_max,
             g.campaign_batch_size
         );
+        let _ = writeln!(out, "- Row-level security: {} (SVC_ROW_SECURITY)", g.row_security);
         let _ = writeln!(
             out,
             "- Runs: {} s each after a {} s warm-up, {} connections unless noted, load generator on the same machine",

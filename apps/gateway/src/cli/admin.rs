@@ -313,8 +313,8 @@ pub enum LeadFieldCommand {
 
 /// Runs one admin command and returns what to print: plain lines, or the JSON object.
 pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
-    let pool = store::pool(&config.database_url, 2)?;
-    let mut conn = store::connect(&pool).await?;
+    let pool = store::pool_with(&config.database_url, 2, config.row_security)?;
+    let mut conn = store::connect_system(&pool).await?;
     let conn = &mut *conn;
     let now = OffsetDateTime::now_utc();
     let (plain, value): (String, Value) = match admin.command {
@@ -492,7 +492,8 @@ async fn demo_data_tables(pool: &store::Pool, config: &Config, tenant: TenantId)
     let definition: Value = serde_json::from_str(include_str!("demo_crm.json")).map_err(Error::internal)?;
     let data = data_service(pool, config).await?;
     let applied = data.apply(tenant, definition).await?;
-    let calling_code = accounts::tenants::get(&mut *store::connect(pool).await?, tenant).await?.default_country_code;
+    let calling_code =
+        accounts::tenants::get(&mut *store::connect(pool, tenant).await?, tenant).await?.default_country_code;
     let operator = kernel::Caller::operator(tenant, calling_code);
     let table = |slug: &str| applied.tables.iter().find(|t| t.slug == slug).map(|t| data_tables::TableId(t.id));
     let (Some(agents), Some(customers)) = (table("agents"), table("customers")) else { return Ok(()) };

@@ -90,7 +90,7 @@ async fn authenticate(req: &HttpRequest) -> Result<Caller, Error> {
     let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| Error::internal("no app state"))?;
     let token = bearer(req)?;
     let caller = {
-        let mut conn = store::connect(&state.pool).await?;
+        let mut conn = store::connect_system(&state.pool).await?;
         accounts::keys::authenticate(&mut conn, token, state.clock.now()).await?
     };
     let decision = state.limiter.check(&accounts::keys::hash(token), &state.clock).await?;

@@ -11,7 +11,7 @@ use crate::http::{ApiError, Auth, ok};
     responses((status = 200, body = Success<accounts::profile::Me>), Refusals),
     security(("bearer" = [])))]
 pub async fn me(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let mut conn = store::connect(&state.pool).await?;
+    let mut conn = store::connect(&state.pool, auth.0.tenant_id).await?;
     Ok(ok(accounts::profile::me(&mut conn, &auth.0).await?))
 }
 
@@ -20,7 +20,7 @@ pub async fn me(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, 
     responses((status = 200, body = Success<accounts::wallet::Balance>), Refusals),
     security(("bearer" = [])))]
 pub async fn balance(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let mut conn = store::connect(&state.pool).await?;
+    let mut conn = store::connect(&state.pool, auth.0.tenant_id).await?;
     let wallet = accounts::wallet::get(&mut conn, auth.0.tenant_id).await?;
     Ok(ok(accounts::wallet::Balance::from(wallet)))
 }

@@ -109,7 +109,7 @@ impl CommerceService {
     ) -> Result<Answer<Order>, Error> {
         caller.require(Permission::CATALOGUE_MANAGE)?;
         let order = check(body)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         // the caller is authorized, and the shop theirs, before any stored answer is shown
         let shop = shop_of(&mut conn, caller.tenant_id, catalogue).await?;
         let request =
@@ -121,7 +121,7 @@ impl CommerceService {
     /// Takes an order from any platform: prices and freezes the lines, holds stock, emits
     /// `order.received`, and schedules the hold's expiry.
     pub async fn intake(&self, tenant: TenantId, catalogue: CatalogueId, order: OrderIntake) -> Result<Order, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let shop = shop_of(&mut conn, tenant, catalogue).await?;
         take(&mut conn, &shop, &order, self.clock.now()).await
     }

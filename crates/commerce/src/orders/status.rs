@@ -7,7 +7,7 @@ use std::sync::Arc;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer};
 use diesel_async::{AsyncConnection, RunQueryDsl};
-use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
+use kernel::{Caller, Error, Page, PageRequest, Patch, Permission, TenantId};
 use serde::{Deserialize, Serialize};
 use store::jobs::{Job, JobContext, JobError};
 use time::OffsetDateTime;
@@ -57,7 +57,7 @@ pub struct OrderFilter {
 impl CommerceService {
     pub async fn get_order(&self, caller: &Caller, id: OrderId) -> Result<Order, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = row_of(&mut conn, caller.tenant_id.0, id, false).await?;
         view(&mut conn, row).await
     }
@@ -71,7 +71,7 @@ impl CommerceService {
         let Some(wanted) = rules.required("status", sent).and_then(OrderStatus::parse) else {
             return Err(Error::fields(rules.errors.into_map()));
         };
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let row = row_of(conn, caller.tenant_id.0, id, true).await?;
@@ -99,8 +99,8 @@ impl CommerceService {
     }
 
     /// Releases the hold of a pending order past its expiry; anything else is left alone.
-    pub async fn expire_hold(&self, id: OrderId) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
+    pub async fn expire_hold(&self, tenant: TenantId, id: OrderId) -> Result<(), Error> {
+        let mut conn = self.conn(tenant).await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let row: Option<Row> =
@@ -128,7 +128,7 @@ impl CommerceService {
     ) -> Result<Page<Order>, Error> {
         caller.require(Permission::CATALOGUE_VIEW)?;
         let filter = Filter::parse(filter)?;
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let tenant = caller.tenant_id.0;
         let query = || {
             let mut query = orders::table.filter(orders::tenant_id.eq(tenant)).into_boxed();
@@ -313,7 +313,7 @@ impl Job for ExpireHold {
     const NAME: &'static str = "commerce.expire_hold";
     type State = CommerceService;
 
-    async fn run(self, service: Arc<CommerceService>, _ctx: JobContext) -> Result<(), JobError> {
-        Ok(service.expire_hold(self.order_id).await?)
+    async fn run(self, service: Arc<CommerceService>, ctx: JobContext) -> Result<(), JobError> {
+        Ok(service.expire_hold(ctx.tenant()?, self.order_id).await?)
     }
 }

@@ -69,7 +69,7 @@ impl CommerceService {
         product: &ProductRef,
         body: ProductBody,
     ) -> Result<Put, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let mut rules = Rules::new();
         let input = Input::read(body, &mut rules);
@@ -146,7 +146,7 @@ impl CommerceService {
         catalogue: CatalogueId,
         product: &ProductRef,
     ) -> Result<Product, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let id = product.resolve(&mut conn, shop.id).await?;
         view(&mut conn, &shop, id).await
@@ -160,7 +160,7 @@ impl CommerceService {
         catalogue: CatalogueId,
         product: &ProductRef,
     ) -> Result<Product, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, catalogue).await?;
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
@@ -189,7 +189,7 @@ impl CommerceService {
         catalogue: CatalogueId,
         page: PageRequest,
     ) -> Result<Page<Product>, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let shop = self.shop(&mut conn, caller, Permission::CATALOGUE_VIEW, catalogue).await?;
         let shelf = products::catalogue_id.eq(shop.id).and(products::retired_at.is_null());
         let total: i64 = products::table.filter(shelf).count().get_result(&mut conn).await?;

@@ -31,7 +31,7 @@ pub async fn env() -> Env {
 impl Env {
     /// A new tenant (TZS) and its operator, who may do everything in it.
     pub async fn tenant(&self, name: &str) -> Caller {
-        let mut conn = store::connect(&self.pool).await.expect("connection");
+        let mut conn = store::connect_system(&self.pool).await.expect("connection");
         let tenant = accounts::tenants::create(&mut conn, name, "TZS").await.expect("tenant");
         Caller::operator(TenantId(tenant.id), "255")
     }

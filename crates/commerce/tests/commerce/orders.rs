@@ -102,12 +102,12 @@ async fn only_a_pending_orders_hold_expires() {
     set(&env, &acme, &confirmed, "confirmed").await.expect("confirmed");
 
     // before its time a hold stays
-    env.service.expire_hold(OrderId(pending.id)).await.expect("early");
+    env.service.expire_hold(acme.tenant_id, OrderId(pending.id)).await.expect("early");
     assert_eq!(env.read_product(&acme, shop, "A").await.reserved, 2);
 
     env.clock.advance(time::Duration::hours(49));
-    env.service.expire_hold(OrderId(pending.id)).await.expect("expired");
-    env.service.expire_hold(OrderId(confirmed.id)).await.expect("refused quietly");
+    env.service.expire_hold(acme.tenant_id, OrderId(pending.id)).await.expect("expired");
+    env.service.expire_hold(acme.tenant_id, OrderId(confirmed.id)).await.expect("refused quietly");
     let pending = env.service.get_order(&acme, OrderId(pending.id)).await.expect("order");
     assert_eq!((pending.status.as_str(), pending.reservation.state.as_str()), ("pending", "released"));
     let confirmed = env.service.get_order(&acme, OrderId(confirmed.id)).await.expect("order");

@@ -25,7 +25,7 @@ impl World {
 
     /// The operator of a new tenant whose default calling code is `calling_code`.
     pub async fn tenant(&self, calling_code: &str) -> Caller {
-        let mut conn = store::connect(&self.pool).await.expect("conn");
+        let mut conn = store::connect_system(&self.pool).await.expect("conn");
         let tenant = accounts::tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
         use accounts::schema::tenants;
         diesel::update(tenants::table.find(tenant.id))

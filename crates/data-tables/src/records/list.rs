@@ -99,7 +99,7 @@ struct Count {
 impl DataService {
     /// One page of a table's live records.
     pub async fn list_records(&self, caller: &Caller, table: crate::TableId, query: ListQuery) -> Result<RecordPage> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         let definition = view.definition();
         let limit = page_size(query.limit.as_deref())?;

@@ -165,7 +165,7 @@ impl DataService {
 
     /// `GET .../records/{record}`.
     pub async fn get_record(&self, caller: &Caller, table: TableId, record: RecordId) -> Result<Record> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         let row = self.row(&mut conn, &view, record, false).await?;
         let mut records = self.render(&mut conn, caller, &view, vec![row]).await?;

@@ -40,9 +40,10 @@ pub const SOURCE_API: &str = "api";
 /// Records an operator added (demo data).
 pub const SOURCE_ADMIN: &str = "admin";
 
-/// The name of a table's auto-number sequence.
+/// The name of a table's auto-number sequence, in a schema of their own: the service role may
+/// create sequences there and nothing in `public` (docs/operations.md, "Row-level security").
 pub(crate) fn sequence(table: Uuid) -> String {
-    format!("data_seq_{}", table.simple())
+    format!("data_sequences.data_seq_{}", table.simple())
 }
 
 /// The `data` object of a write body.
@@ -238,7 +239,7 @@ impl DataService {
             #[diesel(sql_type = SqlUuid)]
             id: RecordId,
         }
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         let found: Vec<Id> = diesel::sql_query(
             "SELECT id FROM data_records WHERE tenant_id = $1 AND table_id = $2 AND deleted_at IS NULL
              ORDER BY created_at, id LIMIT 1",
@@ -251,7 +252,7 @@ impl DataService {
     }
 
     async fn insert(&self, caller: &Caller, table: TableId, body: &RecordWrite, source: &str) -> Result<Record> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
         let input = read_input(&view, data_of(body)?)?;
@@ -343,7 +344,7 @@ impl DataService {
         record: RecordId,
         body: &RecordWrite,
     ) -> Result<Record> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
         let input = read_input(&view, data_of(body)?)?;
@@ -426,7 +427,7 @@ impl DataService {
 
     /// `DELETE /data/tables/{table}/records/{record}`: soft; its unique values are free again.
     pub async fn delete_record(&self, caller: &Caller, table: TableId, record: RecordId) -> Result<()> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let view = self.view(&mut conn, caller, table).await?;
         view.require_write()?;
         let now = self.clock.now();

@@ -15,7 +15,7 @@ pub struct Setup {
 }
 
 pub async fn tenant(pool: &store::Pool, name: &str) -> TenantId {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     TenantId(accounts::tenants::create(&mut conn, name, "TZS").await.expect("tenant").id)
 }
 

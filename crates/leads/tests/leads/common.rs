@@ -35,7 +35,7 @@ pub async fn env() -> Env {
 impl Env {
     /// A new tenant and a caller holding `permissions` in it.
     pub async fn account(&self, permissions: &str) -> Caller {
-        let mut conn = store::connect(&self.pool).await.expect("connection");
+        let mut conn = store::connect_system(&self.pool).await.expect("connection");
         let tenant = accounts::tenants::create(&mut conn, "Acme", "TZS").await.expect("tenant");
         drop(conn);
         self.colleague(TenantId(tenant.id), permissions).await
@@ -43,7 +43,7 @@ impl Env {
 
     /// Another caller of `tenant`, holding `permissions`: a user and their key, authenticated.
     pub async fn colleague(&self, tenant: TenantId, permissions: &str) -> Caller {
-        let mut conn = store::connect(&self.pool).await.expect("connection");
+        let mut conn = store::connect_system(&self.pool).await.expect("connection");
         let permissions = accounts::users::parse_permissions(permissions).expect("permissions");
         let user = accounts::users::create(&mut conn, tenant, "Neema", &permissions).await.expect("user");
         let issuer = accounts::keys::KeyIssuer::User(kernel::UserId(user.id));

@@ -106,7 +106,7 @@ impl MessagingService {
     pub async fn dispatch_campaign(&self, tenant: TenantId, campaign_id: CampaignId, token: Uuid) -> Result<(), Error> {
         let now = self.clock.now();
         let config = self.config.clone();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         conn.transaction(async |conn| {
             let row: Option<CampaignRow> = campaigns::table
                 .find(campaign_id.0)

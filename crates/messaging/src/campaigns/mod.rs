@@ -215,7 +215,7 @@ impl MessagingService {
                 Err(_) => {}
             }
         }
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(tenant).await?;
         // contract: inactive groups count as unresolved (the issue); ids and uids of one group collapse
         let mut groups: Vec<(i64, Uuid, String)> = ::contacts::group::active_among(&mut conn, tenant, &ids, &uids)
             .await?
@@ -323,7 +323,7 @@ impl MessagingService {
 
     /// `GET /campaign/{uid}/view`.
     pub async fn campaign(&self, caller: &Caller, campaign: &CampaignRef) -> Result<Campaign, Error> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let row = Self::campaign_row(&mut conn, caller.tenant_id, campaign).await?;
         let group = group_summary(&mut conn, TenantId(row.tenant_id), row.contact_group_id).await?;
         Ok(row.into_campaign(group))
@@ -335,7 +335,7 @@ impl MessagingService {
         caller.require_issuer()?;
         caller.require(Permission::SEND)?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {
@@ -373,7 +373,7 @@ impl MessagingService {
         caller.require_issuer()?;
         caller.require(Permission::SEND)?;
         let now = self.clock.now();
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn(caller.tenant_id).await?;
         let tenant = caller.tenant_id;
         let row = conn
             .transaction(async |conn| {

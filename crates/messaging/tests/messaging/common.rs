@@ -33,7 +33,7 @@ pub async fn env() -> Env {
 }
 
 pub async fn conn(pool: &Pool) -> PooledConn {
-    store::connect(pool).await.expect("connection")
+    store::connect_system(pool).await.expect("connection")
 }
 
 /// A tenant with a sandbox SMS channel, the approved sender id `ACME`, one shilling per segment,

@@ -41,7 +41,7 @@ pub fn start_time() -> OffsetDateTime {
 }
 
 pub async fn conn(pool: &Pool) -> PooledConn {
-    store::connect(pool).await.expect("connection")
+    store::connect_system(pool).await.expect("connection")
 }
 
 /// Waits (in small steps, at most [`PATIENCE`]) until `check` holds.

@@ -3,6 +3,9 @@
 //! `tenant_id NOT NULL`, and a tenant table's primary key, unique keys and unique indexes, and
 //! its foreign keys to other tenant tables, all include `tenant_id`: the rules a table must
 //! follow to be distributed by tenant (Citus). A global table never points at a tenant table.
+//! And every tenant table is under row-level security: enabled, forced, with the
+//! `tenant_scope` policy that `svc_tenant_rls` gives it (docs/operations.md, "Row-level
+//! security").
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -122,6 +125,38 @@ async fn violations(client: &tokio_postgres::Client) -> Vec<String> {
             _ => {}
         }
     }
+
+    // row-level security: enabled, forced (the owner too), and the policy on tenant_id that
+    // svc_tenant_rls writes, for reads and for what writes leave behind
+    let secured = client
+        .query(
+            "SELECT c.relname::text, c.relrowsecurity, c.relforcerowsecurity,
+                    pg_get_expr(p.polqual, c.oid), pg_get_expr(p.polwithcheck, c.oid), p.polcmd::text
+             FROM pg_class c
+             JOIN pg_namespace n ON n.oid = c.relnamespace
+             LEFT JOIN pg_policy p ON p.polrelid = c.oid AND p.polname = 'tenant_scope'
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')",
+            &[],
+        )
+        .await
+        .expect("row security");
+    let expected =
+        "((tenant_id = ( SELECT svc_tenant() AS svc_tenant)) OR ( SELECT svc_system_scope() AS svc_system_scope))";
+    for row in secured {
+        let table: String = row.get(0);
+        if !tenant_column.contains_key(&table) {
+            continue;
+        }
+        let (enabled, forced): (bool, bool) = (row.get(1), row.get(2));
+        let (using, check, command): (Option<String>, Option<String>, Option<String>) =
+            (row.get(3), row.get(4), row.get(5));
+        if !enabled || !forced {
+            found.push(format!("{table}: row-level security not enabled and forced"));
+        }
+        if using.as_deref() != Some(expected) || check.as_deref() != Some(expected) || command.as_deref() != Some("*") {
+            found.push(format!("{table}: no tenant_scope policy (SELECT svc_tenant_rls('{table}'))"));
+        }
+    }
     found
 }
 
@@ -148,7 +183,12 @@ async fn the_check_sees_each_kind_of_violation() {
              CREATE TABLE tenancy_probe_orphan (id BIGINT PRIMARY KEY);
              CREATE TABLE tenancy_probe_nullable (tenant_id BIGINT, id BIGINT, PRIMARY KEY (id));
              ALTER TABLE service_keys ADD COLUMN probe BIGINT, ADD COLUMN probe_tenant BIGINT,
-                 ADD FOREIGN KEY (probe_tenant, probe) REFERENCES tenancy_probe_child (tenant_id, id);",
+                 ADD FOREIGN KEY (probe_tenant, probe) REFERENCES tenancy_probe_child (tenant_id, id);
+             CREATE TABLE tenancy_probe_forced (tenant_id BIGINT NOT NULL, id BIGINT, PRIMARY KEY (tenant_id, id));
+             ALTER TABLE tenancy_probe_forced ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY tenant_scope ON tenancy_probe_forced USING (true);
+             CREATE TABLE tenancy_probe_secured (tenant_id BIGINT NOT NULL, id BIGINT, PRIMARY KEY (tenant_id, id));
+             SELECT svc_tenant_rls('tenancy_probe_secured');",
         )
         .await
         .expect("probe tables");
@@ -160,7 +200,11 @@ async fn the_check_sees_each_kind_of_violation() {
         "tenancy_probe_orphan: no tenant_id and not a global table",
         "tenancy_probe_nullable: tenant_id may be null",
         "service_keys: global table with foreign key service_keys_probe_tenant_probe_fkey to tenant table tenancy_probe_child",
+        "tenancy_probe_child: row-level security not enabled and forced",
+        "tenancy_probe_child: no tenant_scope policy (SELECT svc_tenant_rls('tenancy_probe_child'))",
+        "tenancy_probe_forced: no tenant_scope policy (SELECT svc_tenant_rls('tenancy_probe_forced'))",
     ] {
         assert!(found.iter().any(|line| line == expected), "missed {expected:?} in {found:#?}");
     }
+    assert!(!found.iter().any(|line| line.starts_with("tenancy_probe_secured")), "{found:#?}");
 }

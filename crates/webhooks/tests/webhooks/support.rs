@@ -21,7 +21,7 @@ pub struct Setup {
 }
 
 pub async fn tenant(pool: &store::Pool, name: &str) -> TenantId {
-    let mut conn = store::connect(pool).await.expect("connection");
+    let mut conn = store::connect_system(pool).await.expect("connection");
     TenantId(accounts::tenants::create(&mut conn, name, "TZS").await.expect("tenant").id)
 }
 
@@ -38,7 +38,7 @@ pub async fn setup(pause_after: i32) -> Setup {
     };
     let catalogue = Catalogue::standard().with_filter("leads", leads::filters::matches);
     let keyring = {
-        let mut conn = store::connect(&pool).await.expect("connection");
+        let mut conn = store::connect_system(&pool).await.expect("connection");
         store::secrets::Keyring::load(&mut conn, &Default::default()).await.expect("keyring")
     };
     let service = WebhookService::new(pool.clone(), Clock::system(), catalogue, config, keyring).expect("service");
@@ -60,7 +60,7 @@ pub fn lead(stage: &str) -> Value {
 }
 
 pub async fn emit(s: &Setup, tenant: TenantId, name: &str, payload: Value) {
-    let mut conn = store::connect(&s.pool).await.expect("connection");
+    let mut conn = store::connect_system(&s.pool).await.expect("connection");
     store::outbox::emit(&mut conn, tenant, name, payload, s.service_now()).await.expect("event");
 }
 
