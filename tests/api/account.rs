@@ -78,9 +78,12 @@ async fn me_is_always_the_keys_own_account() {
     let res = app.get(ME, &globex_key).await;
     assert_eq!(res.data()["id"], json!(globex.0));
     assert_eq!(res.data()["name"], "Globex");
-    // A tenant_id in the request never selects another account.
+    // A tenant_id in the request never selects another account: it is a member /me does not
+    // read, refused.
     let res = app.get(&format!("{ME}?tenant_id={}", globex.0), &acme.key).await;
-    assert_eq!(res.data()["id"], json!(acme.tenant.0));
+    assert_eq!(res.status, 422, "{:?}", res.body);
+    assert!(res.body["errors"]["tenant_id"].is_array(), "{:?}", res.body);
+    assert!(!res.body.to_string().contains("Globex"), "{:?}", res.body);
 }
 
 #[actix_web::test]

@@ -329,6 +329,35 @@ async fn a_query_member_without_a_name_is_a_422() {
 }
 
 #[actix_web::test]
+async fn a_query_member_the_operation_does_not_read_is_a_422_naming_it() {
+    // Found by the fuzz run's stateful phase: `GET /contacts?stauts=x` answered every contact.
+    let app = spawn().await;
+    let account = app.account("all").await;
+    for (path, member) in [
+        ("/api/v3/contacts?q=a&stauts=sent", "stauts"),
+        ("/api/v3/contact-groups?page=1&sort=name", "sort"),
+        ("/api/v3/me?verbose=1", "verbose"),
+        ("/api/v3/catalogues/1/inventory?skus=A", "skus"),
+    ] {
+        let res = app.request("GET", path, Some(&account.key), None).await;
+        assert_error(&res, 422);
+        assert!(!field_errors(&res, member).is_empty(), "{path}: {:?}", res.body);
+    }
+    let res = app.request("GET", "/api/v3/contacts?q=a&page=1", Some(&account.key), None).await;
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    // the message says what the endpoint does read
+    let res = app.request("GET", "/api/v3/webhooks?pgae=2", Some(&account.key), None).await;
+    let said: Vec<&str> = field_errors(&res, "pgae").iter().filter_map(Value::as_str).collect();
+    let said = said.join(" ");
+    assert!(said.contains("page, limit, per_page"), "{said}");
+    // a list member is read under its bare name too, and the data routes keep their envelope
+    let res = app.request("GET", "/api/v3/catalogues/1/inventory?sku=A&sku%5B%5D=B", Some(&account.key), None).await;
+    assert_eq!(res.status, 404, "the shop, not the members: {:?}", res.body);
+    let res = app.request("GET", "/api/v3/data/tables/x/records?colour=red", Some(&account.key), None).await;
+    assert_eq!((res.status, &res.body["code"]), (422, &json!("validation_error")), "{:?}", res.body);
+}
+
+#[actix_web::test]
 async fn a_refusal_before_any_handler_keeps_the_data_routes_envelope() {
     let app = spawn().await;
     let account = app.account("all").await;

@@ -277,9 +277,11 @@ async fn no_secret_reaches_the_logs() {
             kind: "sms".into(),
             provider: "africastalking".into(),
             code: Some("at".into()),
-            base_url: Some(provider.uri()),
-            username: Some(USERNAME.into()),
-            api_key: Some(API_KEY.into()),
+            credentials: gateway::cli::admin::Credentials {
+                base_url: Some(provider.uri()),
+                username: Some(USERNAME.into()),
+                api_key: Some(API_KEY.into()),
+            },
             throughput: None,
         }),
     )

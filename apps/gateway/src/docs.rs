@@ -201,8 +201,8 @@ impl Modify for CrossMemberRules {
 
 /// The statuses any operation may answer before or beside what it does, documented on every
 /// operation that can meet them (a handler documents its own where it says more): a 404 for a
-/// path id that names nothing of the caller's, a 422 for a query or body its reader refuses,
-/// and a 413 or 415 for a body too large or not JSON. Each in its route family's envelope.
+/// path id that names nothing of the caller's, a 422 for a query or body its reader refuses
+/// (on a keyed operation, a query member it does not read: `http::auth`), and a 413 or 415 for a body too large or not JSON. Each in its route family's envelope.
 struct Refusable;
 
 impl Modify for Refusable {
@@ -235,6 +235,8 @@ impl Modify for Refusable {
                 let in_path = parameters.iter().any(|p| p.parameter_in == ParameterIn::Path);
                 let in_query = parameters.iter().any(|p| p.parameter_in == ParameterIn::Query);
                 let has_body = operation.request_body.is_some();
+                // a keyed operation refuses a query member it does not read
+                let keyed = operation.security.as_ref().is_some_and(|s| !s.is_empty());
                 let responses = &mut operation.responses.responses;
                 let mut add = |status: &str, description: &str| {
                     responses.entry(status.to_owned()).or_insert_with(|| response(description).into());
@@ -242,8 +244,11 @@ impl Modify for Refusable {
                 if in_path {
                     add("404", "Nothing of the caller's has this id (a malformed id included).");
                 }
-                if in_query || has_body {
-                    add("422", "The query or the body is refused; `errors` names each field.");
+                if in_query || has_body || keyed {
+                    add(
+                        "422",
+                        "The query or the body is refused (a query member it does not read too); `errors` names each field.",
+                    );
                 }
                 if has_body {
                     add("413", "The body is larger than the limit.");
@@ -320,6 +325,40 @@ pub fn allowed_methods(pattern: &str) -> Option<&'static str> {
             .collect()
     });
     ALLOWED.get(pattern).map(String::as_str).or_else(|| UNDESCRIBED_GETS.contains(&pattern).then_some("GET, HEAD"))
+}
+
+/// The query members the description declares for an operation (`GET` and
+/// `/api/v3/leads/{lead}`); `None` for a route it does not describe. A member declared as a
+/// list (`sku[]`) is read under its bare name too.
+pub fn query_members(method: &str, pattern: &str) -> Option<&'static [String]> {
+    type Members = std::collections::HashMap<(String, String), Vec<String>>;
+    static MEMBERS: std::sync::LazyLock<Members> = std::sync::LazyLock::new(|| {
+        let document = ApiDoc::openapi();
+        let mut members = Members::new();
+        for (path, item) in &document.paths.paths {
+            let operations = [
+                ("GET", &item.get),
+                ("POST", &item.post),
+                ("PUT", &item.put),
+                ("PATCH", &item.patch),
+                ("DELETE", &item.delete),
+            ];
+            for (method, operation) in operations {
+                let Some(operation) = operation else { continue };
+                let mut names = Vec::new();
+                for parameter in operation.parameters.iter().flatten() {
+                    if matches!(parameter.parameter_in, utoipa::openapi::path::ParameterIn::Query) {
+                        names.extend(parameter.name.strip_suffix("[]").map(str::to_owned));
+                        names.push(parameter.name.clone());
+                    }
+                }
+                members.insert((method.to_owned(), path.clone()), names);
+            }
+        }
+        members
+    });
+    let method = if method == "HEAD" { "GET" } else { method };
+    MEMBERS.get(&(method.to_owned(), pattern.to_owned())).map(Vec::as_slice)
 }
 
 /// The routes outside the description (operations, the description itself): each answers GET.

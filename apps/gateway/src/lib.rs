@@ -24,7 +24,7 @@ pub async fn keyring(
     pool: &store::Pool,
     config: &store::secrets::SecretsConfig,
 ) -> Result<store::secrets::Keyring, kernel::Error> {
-    let keyring = store::secrets::Keyring::load(&mut *store::connect_system(pool).await?, config).await?;
+    let keyring = store::secrets::Keyring::load(&mut *store::connect_global(pool).await?, config).await?;
     if config.current.is_none() {
         tracing::info!(
             key_id = keyring.current_id(),

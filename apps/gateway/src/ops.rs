@@ -16,7 +16,7 @@ pub async fn health() -> HttpResponse {
 /// The database answers.
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let reachable = async {
-        let mut conn = store::connect_system(&state.pool).await?;
+        let mut conn = store::connect_global(&state.pool).await?;
         diesel::sql_query("SELECT 1").execute(&mut conn).await?;
         Ok::<_, kernel::Error>(())
     };
@@ -33,6 +33,7 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
 /// Prometheus text: request counts and latencies, queue depth and age, webhook backlog, pool use.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.set_pool(&state.pool);
+    // the webhook backlog is every tenant's
     if let Ok(mut conn) = store::connect_system(&state.pool).await {
         match store::jobs::stats(&mut conn, state.clock.now()).await {
             Ok(stats) => state.metrics.set_queue(&stats),

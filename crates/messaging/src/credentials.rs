@@ -38,7 +38,7 @@ pub async fn reseal(pool: &store::Pool, keyring: &Keyring) -> Result<u64, Error>
     let mut after = 0_i64;
     let mut changed = 0_u64;
     loop {
-        let mut conn = store::connect_system(pool).await?;
+        let mut conn = store::connect_global(pool).await?;
         let (last, count) = conn
             .transaction::<_, Error, _>(async |conn| {
                 let rows: Vec<(i64, Value)> = channels::table

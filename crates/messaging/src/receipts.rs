@@ -227,9 +227,9 @@ impl MessagingService {
         body: &[u8],
     ) -> Result<CallbackOutcome, Error> {
         let now = self.clock.now();
-        // the token says whose callback it is: the channel is found across tenants, the rest
-        // is that tenant's
-        let channel = channels::by_callback_token(&mut *self.system_conn().await?, token).await?;
+        // the token says whose callback it is: the channel (a global table) first, the rest in
+        // that tenant's scope
+        let channel = channels::by_callback_token(&mut *self.global_conn().await?, token).await?;
         let mut conn = self.conn(TenantId(channel.tenant_id)).await?;
         let gateway = self.gateways.reader(&channel)?;
         let receipt = match gateway.parse_receipt(content_type, body) {
@@ -277,9 +277,9 @@ impl MessagingService {
     /// as proof, an opt-in keyword takes it off.
     pub async fn inbound_callback(&self, token: &str, content_type: &str, body: &[u8]) -> Result<Message, Error> {
         let now = self.clock.now();
-        // the token says whose callback it is: the channel is found across tenants, the rest
-        // is that tenant's
-        let channel = channels::by_callback_token(&mut *self.system_conn().await?, token).await?;
+        // the token says whose callback it is: the channel (a global table) first, the rest in
+        // that tenant's scope
+        let channel = channels::by_callback_token(&mut *self.global_conn().await?, token).await?;
         let mut conn = self.conn(TenantId(channel.tenant_id)).await?;
         let gateway = self.gateways.reader(&channel)?;
         let sms = match gateway.parse_inbound(content_type, body) {

@@ -120,10 +120,9 @@ impl MessagingService {
         store::connect(&self.pool, tenant).await
     }
 
-    /// A connection across tenants, for work that finds out whose it is (docs/operations.md,
-    /// "Row-level security").
-    pub(crate) async fn system_conn(&self) -> Result<store::PooledConn, Error> {
-        store::connect_system(&self.pool).await
+    /// A connection for the global tables only (channels, by their callback token).
+    pub(crate) async fn global_conn(&self) -> Result<store::PooledConn, Error> {
+        store::connect_global(&self.pool).await
     }
 
     /// Every job handler of this crate, for the worker's registry.

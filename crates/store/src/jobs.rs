@@ -261,7 +261,7 @@ impl Worker {
     /// Writes this worker's heartbeat row (`run` does it too); a process calls it before it
     /// starts anything that marks rows with the worker's id.
     pub async fn register(&self) -> Result<(), Error> {
-        let mut conn = crate::connect_system(&self.inner.pool).await?;
+        let mut conn = crate::connect_global(&self.inner.pool).await?;
         crate::workers::register(&mut conn, self.inner.id, self.inner.clock.now()).await
     }
 
@@ -269,7 +269,7 @@ impl Worker {
     /// lease. `run` beats three times per lease; answers how many leases were renewed.
     pub async fn beat(&self) -> Result<usize, Error> {
         let running: Vec<i64> = self.inner.running.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
-        let mut conn = crate::connect_system(&self.inner.pool).await?;
+        let mut conn = crate::connect_global(&self.inner.pool).await?;
         crate::workers::beat(&mut conn, self.inner.id, &running, self.inner.clock.now(), self.inner.config.lease).await
     }
 
@@ -292,7 +292,7 @@ impl Worker {
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let inner = &self.inner;
         let now = inner.clock.now();
-        let mut conn = crate::connect_system(&inner.pool).await?;
+        let mut conn = crate::connect_global(&inner.pool).await?;
         // A job whose worker died on its last attempt is dead, not retried forever.
         diesel::sql_query(
             "UPDATE jobs SET state = 'dead', locked_by = NULL, locked_until = NULL, updated_at = now(),
@@ -364,7 +364,7 @@ impl Worker {
 
     async fn finish(&self, id: i64, attempt: i32, outcome: &Result<(), JobError>) -> Result<(), Error> {
         let inner = &self.inner;
-        let mut conn = crate::connect_system(&inner.pool).await?;
+        let mut conn = crate::connect_global(&inner.pool).await?;
         // `locked_by` guards against a worker whose lease expired and was taken over.
         match outcome {
             Ok(()) => {
@@ -466,7 +466,7 @@ impl Worker {
         }
         // Gone: what it still marks as its own (a send cut off by the grace) is in doubt now.
         let forgotten = async {
-            let mut conn = crate::connect_system(&self.inner.pool).await?;
+            let mut conn = crate::connect_global(&self.inner.pool).await?;
             crate::workers::forget(&mut conn, self.inner.id).await
         };
         if let Err(error) = forgotten.await {
@@ -476,7 +476,7 @@ impl Worker {
 
     /// Hands back every job this worker still holds, without counting the interrupted attempt.
     pub async fn release(&self) -> Result<usize, Error> {
-        let mut conn = crate::connect_system(&self.inner.pool).await?;
+        let mut conn = crate::connect_global(&self.inner.pool).await?;
         let released = diesel::sql_query(
             "UPDATE jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0),
                     locked_by = NULL, locked_until = NULL, updated_at = now()

@@ -122,7 +122,7 @@ impl Row {
 }
 
 /// `POST /webhooks`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Clone, Default, Deserialize, ToSchema)]
 pub struct NewWebhook {
     /// https; plain http only to loopback when `SVC_WEBHOOKS_ALLOW_LOOPBACK` allows it.
     #[schema(required = true, schema_with = crate::doc::url)]
@@ -139,7 +139,7 @@ pub struct NewWebhook {
 }
 
 /// `PATCH /webhooks/{webhook}`.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Clone, Default, Deserialize, ToSchema)]
 pub struct WebhookPatch {
     /// As on registration; null or absent keeps it.
     #[schema(schema_with = crate::doc::url_patch)]
@@ -155,6 +155,40 @@ pub struct WebhookPatch {
     #[serde(default)]
     #[schema(schema_with = crate::doc::headers_patch)]
     pub headers: Patch<Value>,
+}
+
+// Custom header values are secrets: what a body prints shows their names only.
+
+/// The names of a `headers` member, without the values.
+fn header_names(headers: &Value) -> Vec<&str> {
+    headers.as_object().map(|h| h.keys().map(String::as_str).collect()).unwrap_or_default()
+}
+
+impl std::fmt::Debug for NewWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewWebhook")
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("filters", &self.filters)
+            .field("header_names", &self.headers.as_ref().map(header_names))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for WebhookPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers = match &self.headers {
+            Patch::Absent => "absent".to_owned(),
+            Patch::Null => "null".to_owned(),
+            Patch::Set(v) => format!("{:?}", header_names(v)),
+        };
+        f.debug_struct("WebhookPatch")
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("filters", &self.filters)
+            .field("header_names", &headers)
+            .finish()
+    }
 }
 
 /// The URL as it is stored: parsed and written back (`HTTPS://Hooks.example.com` becomes
@@ -403,5 +437,20 @@ impl WebhookService {
         .optional()?
         .ok_or_else(|| Error::not_found("Webhook"))?;
         Ok(WithSecret { webhook: row.view(), secret })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printing_a_body_shows_header_names_not_values() {
+        let headers = serde_json::json!({"X-Token": "s3cret-value"});
+        let new = NewWebhook { headers: Some(headers.clone()), ..NewWebhook::default() };
+        let patch = WebhookPatch { headers: Patch::Set(headers), ..WebhookPatch::default() };
+        for printed in [format!("{new:?}"), format!("{patch:?}")] {
+            assert!(printed.contains("X-Token") && !printed.contains("s3cret-value"), "{printed}");
+        }
     }
 }

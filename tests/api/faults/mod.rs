@@ -3,5 +3,6 @@
 //! over real sockets on 127.0.0.1, since timeouts live in the server, not in the app.
 
 mod hanging;
+mod held_locks;
 mod outage;
 mod slow_clients;

@@ -2,7 +2,7 @@
 //! `sender add`, `rate set`, and what `demo` gives the demo account, seen through HTTP.
 
 use api_tests::{json, spawn};
-use gateway::cli::admin::{AdminCommand, ChannelCommand, RateCommand, SenderCommand};
+use gateway::cli::admin::{AdminCommand, ChannelCommand, Credentials, RateCommand, SenderCommand};
 use kernel::ErrorKind;
 
 use super::SEND;
@@ -14,9 +14,7 @@ fn channel_add(tenant: i64, provider: &str, code: Option<&str>) -> AdminCommand 
         kind: "sms".into(),
         provider: provider.into(),
         code: code.map(str::to_owned),
-        base_url: None,
-        username: None,
-        api_key: None,
+        credentials: Credentials::default(),
         throughput: None,
     })
 }

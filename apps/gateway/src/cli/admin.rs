@@ -212,12 +212,8 @@ pub enum ChannelCommand {
         /// Unique within the tenant; generated when absent.
         #[arg(long)]
         code: Option<String>,
-        #[arg(long)]
-        base_url: Option<String>,
-        #[arg(long)]
-        username: Option<String>,
-        #[arg(long)]
-        api_key: Option<String>,
+        #[command(flatten)]
+        credentials: Credentials,
         /// Messages per second the provider account allows.
         #[arg(long)]
         throughput: Option<i32>,
@@ -228,12 +224,8 @@ pub enum ChannelCommand {
         tenant: i64,
         /// The channel's id or code.
         channel: String,
-        #[arg(long)]
-        base_url: Option<String>,
-        #[arg(long)]
-        username: Option<String>,
-        #[arg(long)]
-        api_key: Option<String>,
+        #[command(flatten)]
+        credentials: Credentials,
     },
     /// Switch a channel on or off: a disabled channel routes nothing, and messages already
     /// queued on it wait until it is active again.
@@ -245,6 +237,28 @@ pub enum ChannelCommand {
         /// active or disabled
         status: String,
     },
+}
+
+/// A provider account, as `channel add` and `channel set-credentials` take it. Printed, it
+/// shows the API key redacted.
+#[derive(Clone, Default, clap::Args)]
+pub struct Credentials {
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long)]
+    pub username: Option<String>,
+    #[arg(long)]
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("base_url", &self.base_url)
+            .field("username", &self.username)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -376,16 +390,8 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             accounts::modules::set(conn, TenantId(tenant), module, enabled).await?;
             (enabled.to_string(), json!({"tenant_id": tenant, "module": module.as_str(), "enabled": enabled}))
         }
-        AdminCommand::Channel(ChannelCommand::Add {
-            tenant,
-            kind,
-            provider,
-            code,
-            base_url,
-            username,
-            api_key,
-            throughput,
-        }) => {
+        AdminCommand::Channel(ChannelCommand::Add { tenant, kind, provider, code, credentials, throughput }) => {
+            let Credentials { base_url, username, api_key } = credentials;
             let new =
                 NewChannel { kind, provider, code, base_url, username, api_key, throughput_per_second: throughput };
             let keyring = crate::keyring(&pool, &config.secrets).await?;
@@ -398,8 +404,9 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             });
             (channel.id.to_string(), value)
         }
-        AdminCommand::Channel(ChannelCommand::SetCredentials { tenant, channel, base_url, username, api_key }) => {
+        AdminCommand::Channel(ChannelCommand::SetCredentials { tenant, channel, credentials }) => {
             let keyring = crate::keyring(&pool, &config.secrets).await?;
+            let Credentials { base_url, username, api_key } = credentials;
             let new = NewChannel { base_url, username, api_key, ..NewChannel::default() };
             let channel = messaging::channels::set_credentials(conn, &keyring, TenantId(tenant), &channel, new).await?;
             (channel.id.to_string(), json!({"id": channel.id, "code": channel.code}))
@@ -522,5 +529,28 @@ fn mime_of(name: &str) -> &'static str {
         Some("csv") => "text/csv",
         Some("json") => "application/json",
         _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn both_channel_commands_take_the_credentials_and_print_the_api_key_redacted() {
+        for command in ["add", "set-credentials"] {
+            let mut args = vec!["gateway", "admin", "channel", command, "--tenant", "1"];
+            if command == "set-credentials" {
+                args.push("at");
+            }
+            args.extend(["--base-url", "https://api.example.com", "--username", "duka", "--api-key", "k-s3cret"]);
+            let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let printed = format!("{cli:?}");
+            assert!(matches!(cli.command, Command::Admin(_)));
+            assert!(printed.contains("duka") && printed.contains("<redacted>"), "{printed}");
+            assert!(!printed.contains("k-s3cret"), "{printed}");
+        }
     }
 }

@@ -222,7 +222,7 @@ impl PostgresLimiter {
         }
         let id = i64::from_ne_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default());
         let until = now + LEASE_LIFE;
-        let mut conn = store::connect_system(&self.pool).await?;
+        let mut conn = store::connect_global(&self.pool).await?;
         let lease: Granted =
             diesel::sql_query("SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
                 .bind::<Bytea, _>(key)
