@@ -157,6 +157,24 @@ async fn violations(client: &tokio_postgres::Client) -> Vec<String> {
             found.push(format!("{table}: no tenant_scope policy (SELECT svc_tenant_rls('{table}'))"));
         }
     }
+
+    // the service role reads and writes every table (a table made by another role than the
+    // migrations' would miss the default privileges)
+    let ungranted = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+               AND NOT (SELECT bool_and(has_table_privilege('svc_app', c.oid, p))
+                        FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p)
+             ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("privileges");
+    for row in ungranted {
+        let table: String = row.get(0);
+        found.push(format!("{table}: the service role svc_app may not read and write it"));
+    }
     found
 }
 
@@ -188,7 +206,8 @@ async fn the_check_sees_each_kind_of_violation() {
              ALTER TABLE tenancy_probe_forced ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
              CREATE POLICY tenant_scope ON tenancy_probe_forced USING (true);
              CREATE TABLE tenancy_probe_secured (tenant_id BIGINT NOT NULL, id BIGINT, PRIMARY KEY (tenant_id, id));
-             SELECT svc_tenant_rls('tenancy_probe_secured');",
+             SELECT svc_tenant_rls('tenancy_probe_secured');
+             REVOKE UPDATE ON tenancy_probe_secured FROM svc_app;",
         )
         .await
         .expect("probe tables");
@@ -206,5 +225,6 @@ async fn the_check_sees_each_kind_of_violation() {
     ] {
         assert!(found.iter().any(|line| line == expected), "missed {expected:?} in {found:#?}");
     }
-    assert!(!found.iter().any(|line| line.starts_with("tenancy_probe_secured")), "{found:#?}");
+    let secured: Vec<&String> = found.iter().filter(|line| line.starts_with("tenancy_probe_secured")).collect();
+    assert_eq!(secured, ["tenancy_probe_secured: the service role svc_app may not read and write it"], "{found:#?}");
 }
