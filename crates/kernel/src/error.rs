@@ -138,7 +138,11 @@ impl Error {
     /// for now. The cause is logged here; the caller is told to try again shortly, with
     /// `retry_after_seconds` (and a `Retry-After` header).
     pub fn unavailable(cause: impl std::fmt::Display) -> Self {
-        tracing::warn!(%cause, "unavailable");
+        static LOG: Throttle = Throttle::new();
+        let second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if let Some(left_out) = LOG.admit(second) {
+            tracing::warn!(%cause, left_out, "unavailable");
+        }
         Self::new(ErrorKind::Unavailable, "The service is briefly unavailable; try again in a few seconds.")
             .with_detail(RETRY_AFTER, RETRY_AFTER_SECONDS)
     }
@@ -231,6 +235,30 @@ fn is_going_away(message: &str) -> bool {
     GOING_AWAY.iter().any(|words| message.starts_with(words))
 }
 
+/// At most one log line a second: during an outage every request is a 503, and one warning
+/// per request would flood the log. The line that is written says how many it left out.
+struct Throttle {
+    second: std::sync::atomic::AtomicU64,
+    quiet: std::sync::atomic::AtomicU64,
+}
+
+impl Throttle {
+    const fn new() -> Self {
+        Self { second: std::sync::atomic::AtomicU64::new(0), quiet: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// `Some(lines left out since the last one)` when a line may be written in `second`.
+    fn admit(&self, second: u64) -> Option<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let last = self.second.load(Relaxed);
+        if second != last && self.second.compare_exchange(last, second, Relaxed, Relaxed).is_ok() {
+            return Some(self.quiet.swap(0, Relaxed));
+        }
+        self.quiet.fetch_add(1, Relaxed);
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +287,17 @@ mod tests {
         let error = database(DatabaseErrorKind::Unknown, "column \"x\" does not exist");
         assert_eq!(error.kind, ErrorKind::Internal);
         assert_eq!(Error::from(Diesel::NotFound).kind, ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn unavailable_is_logged_once_a_second_with_the_count_left_out() {
+        let throttle = Throttle::new();
+        assert_eq!(throttle.admit(100), Some(0));
+        for _ in 0..41 {
+            assert_eq!(throttle.admit(100), None);
+        }
+        assert_eq!(throttle.admit(101), Some(41));
+        assert_eq!(throttle.admit(101), None);
+        assert_eq!(throttle.admit(105), Some(1));
     }
 }
