@@ -13,6 +13,7 @@ mod leads;
 mod openapi;
 mod process;
 mod rate_limit;
+mod row_security;
 mod scale_out;
 mod secrets;
 mod smoke;
