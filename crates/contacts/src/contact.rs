@@ -225,9 +225,3 @@ pub const DEFAULT_PER_PAGE: i64 = 20;
 pub(crate) fn page_bounds(page: PageRequest) -> (i64, i64) {
     (page.per_page, page.offset())
 }
-
-/// `%term%` for LIKE, with the term's own wildcards escaped.
-pub(crate) fn like_pattern(term: &str) -> String {
-    let escaped = term.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-    format!("%{escaped}%")
-}

@@ -7,18 +7,19 @@ use std::collections::{BTreeMap, HashMap};
 use diesel::dsl::{count_star, sql};
 use diesel::pg::Pg;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use kernel::error::FieldErrors;
 use kernel::{Caller, Clock, Error, Page, PageRequest, Patch, Permission, TenantId};
+use store::search::{self, EXACT_TOTAL_UP_TO};
 use store::{Conn, Pool};
 
 use crate::batch::{self, BatchReport, NewContacts};
 use crate::body::ContactInput;
-use crate::contact::{Contact, ContactRow, ListQuery, like_pattern, new_uid, page_bounds, parse_phone};
+use crate::contact::{Contact, ContactRow, ListQuery, new_uid, page_bounds, parse_phone};
 use crate::group::{
     ContactGroup, DeletedGroup, GroupPatch, GroupRow, NewGroup, check_name, check_status, find, parse_custom_fields,
 };
@@ -37,16 +38,19 @@ pub struct ContactService {
 type Condition = Box<dyn BoxableExpression<contacts::table, Pg, SqlType = Bool>>;
 
 /// `search`/`q`: the name as a substring, and, for a term that looks like a number, the
-/// national or full number with punctuation stripped.
+/// national or full number with punctuation stripped (through the leakproof operators, so the
+/// trigram indexes serve it under row-level security).
 fn matches(term: &str) -> Condition {
     let term = term.trim();
-    let by_name = contacts::name.ilike(like_pattern(term));
+    let by_name = sql::<Bool>(&format!("contacts.name {} ", search::ILIKE)).bind::<Text, _>(search::contains(term));
     let looks_like_number =
         term.chars().any(|c| c.is_ascii_digit()) && term.chars().all(|c| c.is_ascii_digit() || " +-().".contains(c));
     let digits = kernel::phone::digits(term);
     let national = digits.strip_prefix('0').unwrap_or(&digits);
     if looks_like_number && !national.is_empty() {
-        Box::new(by_name.or(contacts::full_phone_number.like(like_pattern(national))))
+        let by_number = sql::<Bool>(&format!("contacts.full_phone_number {} ", search::LIKE))
+            .bind::<Text, _>(search::contains(national));
+        Box::new(by_name.or(by_number))
     } else {
         Box::new(by_name)
     }
@@ -293,7 +297,6 @@ impl ContactService {
         let tenant = caller.tenant_id;
         let mut conn = self.conn(tenant).await?;
         let group = Self::group_row(&mut conn, tenant, group).await?;
-        let total: i64 = filtered(tenant, Some(group.id), &query).count().get_result(&mut conn).await?;
         let (limit, offset) = page_bounds(page);
         let rows: Vec<ContactRow> = filtered(tenant, Some(group.id), &query)
             .order(contacts::id.desc())
@@ -302,7 +305,8 @@ impl ContactService {
             .select(ContactRow::as_select())
             .load(&mut conn)
             .await?;
-        Ok(Page::new(rows.into_iter().map(|r| r.into_contact(group.uid)).collect(), page, total))
+        let (total, estimated) = Self::total(&mut conn, tenant, Some(group.id), &query, page, rows.len()).await?;
+        Ok(Page::new(rows.into_iter().map(|r| r.into_contact(group.uid)).collect(), page, total).estimated(estimated))
     }
 
     /// `GET /contacts`: every group of the tenant, or one.
@@ -321,7 +325,6 @@ impl ContactService {
             None => None,
         };
         let query = ListQuery { search: q.filter(|s| !s.trim().is_empty()), subscribed: None };
-        let total: i64 = filtered(tenant, group, &query).count().get_result(&mut conn).await?;
         let (limit, offset) = page_bounds(page);
         let rows: Vec<(ContactRow, Uuid)> = filtered(tenant, group, &query)
             .inner_join(contact_groups::table)
@@ -331,7 +334,38 @@ impl ContactService {
             .select((ContactRow::as_select(), contact_groups::uid))
             .load(&mut conn)
             .await?;
-        Ok(Page::new(rows.into_iter().map(|(r, uid)| r.into_contact(uid)).collect(), page, total))
+        let (total, estimated) = Self::total(&mut conn, tenant, group, &query, page, rows.len()).await?;
+        Ok(Page::new(rows.into_iter().map(|(r, uid)| r.into_contact(uid)).collect(), page, total).estimated(estimated))
+    }
+
+    /// A list's total and whether it is an estimate. A page short of full ends the list, so
+    /// it gives the total; a search counts its matches up to [`EXACT_TOTAL_UP_TO`] and takes
+    /// the planner's estimate beyond, rather than visiting every match of a large group on
+    /// each page (docs/api.md, "Search totals"); other lists count.
+    async fn total(
+        conn: &mut Conn,
+        tenant: TenantId,
+        group: Option<GroupId>,
+        query: &ListQuery,
+        page: PageRequest,
+        on_page: usize,
+    ) -> Result<(i64, bool), Error> {
+        let (limit, offset) = page_bounds(page);
+        let on_page = on_page as i64;
+        if on_page < limit && (on_page > 0 || offset == 0) {
+            return Ok((offset + on_page, false));
+        }
+        if query.search.is_none() {
+            return Ok((filtered(tenant, group, query).count().get_result(conn).await?, false));
+        }
+        let counted: Vec<i64> =
+            filtered(tenant, group, query).select(contacts::id).limit(EXACT_TOTAL_UP_TO + 1).load(conn).await?;
+        let counted = counted.len() as i64;
+        if counted <= EXACT_TOTAL_UP_TO {
+            return Ok((counted, false));
+        }
+        let estimate = search::estimate(conn, filtered(tenant, group, query).select(contacts::id)).await?;
+        Ok((estimate.max(counted).max(offset + on_page), true))
     }
 
     async fn contact_row(

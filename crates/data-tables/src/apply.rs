@@ -141,7 +141,8 @@ struct WantedIndex {
 
 pub const SEARCH_INDEX: &str = "$q";
 
-fn wanted_indexes(definition: &Definition) -> Vec<WantedIndex> {
+/// `trigram_opclass`: the operator class of the search index (store::search).
+fn wanted_indexes(definition: &Definition, trigram_opclass: &str) -> Vec<WantedIndex> {
     let mut wanted: Vec<WantedIndex> = definition
         .columns
         .iter()
@@ -150,7 +151,7 @@ fn wanted_indexes(definition: &Definition) -> Vec<WantedIndex> {
         .collect();
     let search: Vec<&str> = definition.search_columns().iter().map(|c| c.key.as_str()).collect();
     if !search.is_empty() {
-        let expression = format!("USING gin ({} gin_trgm_ops)", sql::search_expression(&search));
+        let expression = format!("USING gin ({} {trigram_opclass})", sql::search_expression(&search));
         wanted.push(WantedIndex { column_key: SEARCH_INDEX.to_owned(), expression });
     }
     wanted
@@ -340,7 +341,7 @@ impl DataService {
         .bind::<BigInt, _>(tenant.0)
         .get_results(conn)
         .await?;
-        let wanted = wanted_indexes(definition);
+        let wanted = wanted_indexes(definition, store::search::trigram_opclass(conn).await?);
         let now = self.clock.now();
         for old in &current {
             let kept = wanted.iter().any(|w| w.column_key == old.column_key && w.expression == old.expression);

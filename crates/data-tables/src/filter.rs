@@ -314,8 +314,8 @@ fn leaf_sql(leaf: &Leaf, definition: &Definition, masked: &[String], sql: &mut S
             let needle = leaf.value.as_str().map(str::trim).filter(|s| !s.is_empty());
             let needle = needle.ok_or_else(|| bad_value(leaf, "must be a non-empty string."))?;
             let pattern = match leaf.op {
-                Op::Contains => format!("%{}%", sql::like_escape(needle)),
-                _ => format!("{}%", sql::like_escape(needle)),
+                Op::Contains => store::search::contains(needle),
+                _ => store::search::starts_with(needle),
             };
             format!("{text} ILIKE {}", sql.bind(Bind::Text(pattern)))
         }

@@ -96,23 +96,11 @@ pub fn text_of(key: &str) -> String {
     format!("data->>'{key}'")
 }
 
-/// What `q` matches: the search columns' text, lower-cased and joined by spaces. The search
-/// index of the table is built on exactly this expression.
+/// What `q` matches: the search columns' text, lower-cased and joined by spaces, through the
+/// migrations' leakproof `svc_record_text` (store::search). The search index of the table is
+/// built on exactly this expression.
 pub fn search_expression(keys: &[&str]) -> String {
-    let parts: Vec<String> = keys.iter().map(|k| format!("coalesce(data->>'{k}', '')")).collect();
-    format!("lower({})", parts.join(" || ' ' || "))
-}
-
-/// A `LIKE` pattern matching `needle` literally.
-pub fn like_escape(needle: &str) -> String {
-    let mut out = String::with_capacity(needle.len());
-    for c in needle.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    format!("svc_record_text(data, '{{{}}}')", keys.join(","))
 }
 
 /// The rows of a table's live records, with the table id as a literal.
@@ -133,12 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn search_expression_and_escapes() {
-        assert_eq!(search_expression(&["name"]), "lower(coalesce(data->>'name', ''))");
-        assert_eq!(
-            search_expression(&["name", "phone"]),
-            "lower(coalesce(data->>'name', '') || ' ' || coalesce(data->>'phone', ''))"
-        );
-        assert_eq!(like_escape("50%_a\\"), "50\\%\\_a\\\\");
+    fn search_expression_names_the_keys() {
+        assert_eq!(search_expression(&["name", "phone"]), "svc_record_text(data, '{name,phone}')");
     }
 }

@@ -119,6 +119,10 @@ pub struct Pagination {
     pub last_page: i64,
     pub total: i64,
     pub has_more_pages: bool,
+    /// Present (true) when `total` is the database's estimate: a search with more matches
+    /// than are counted exactly (docs/api.md, "Search totals").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub total_is_estimate: bool,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -138,8 +142,15 @@ impl<T> Page<T> {
                 last_page,
                 total,
                 has_more_pages: request.page < last_page,
+                total_is_estimate: false,
             },
         }
+    }
+
+    /// The same page, its total an estimate.
+    pub fn estimated(mut self, estimate: bool) -> Self {
+        self.pagination.total_is_estimate = estimate;
+        self
     }
 
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {

@@ -178,13 +178,13 @@ impl LeadService {
                 },
             }
             if let Some(text) = filter.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-                let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+                // the expression of the leads_search index, through the leakproof operator
                 q = q.filter(
-                    sql::<Bool>(
-                        "(coalesce(leads.name, '') || ' ' || coalesce(leads.company, '') || ' ' || \
-                         coalesce(leads.phone, '') || ' ' || coalesce(leads.email, '')) ILIKE ",
-                    )
-                    .bind::<Text, _>(pattern),
+                    sql::<Bool>(&format!(
+                        "svc_words(leads.name, leads.company, leads.phone, leads.email) {} ",
+                        store::search::ILIKE
+                    ))
+                    .bind::<Text, _>(store::search::contains(text)),
                 );
             }
             let field = filter.date_field.as_deref().map(str::trim).filter(|f| !f.is_empty()).unwrap_or("created_at");

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod migrate;
 pub mod outbox;
 mod pool;
+pub mod search;
 pub mod secrets;
 #[cfg(feature = "testing")]
 pub mod testing;

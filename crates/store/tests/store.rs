@@ -17,3 +17,5 @@ mod recovery;
 mod row_security;
 #[path = "store/tenancy.rs"]
 mod tenancy;
+#[path = "store/search.rs"]
+mod search;

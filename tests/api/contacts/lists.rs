@@ -210,3 +210,40 @@ async fn cross_group_search_filters_by_q_and_group_id_and_defaults_to_20() {
     let paged = success(&app.get("/api/v3/contacts?limit=-1", &a.key).await, 200);
     assert_eq!(pagination(&paged).1, 20);
 }
+
+/// A search counts its matches exactly up to 1,000 and estimates beyond, saying so; a short
+/// page gives the exact total without counting (docs/api.md, "Search totals").
+#[actix_web::test]
+async fn a_search_with_more_than_a_thousand_matches_has_an_estimated_total() {
+    let app = spawn().await;
+    let a = app.account("all").await;
+    let group = make_group(&app, &a.key, json!({"name": "Big"})).await;
+    for first in [0, 500, 1000] {
+        fill(&app, &a.key, &group, first, if first == 1000 { 150 } else { 500 }).await;
+    }
+    let rows: Vec<Value> = (0..15).map(|n| json!({"PHONE": tz(5000 + n), "name": format!("Zawadi {n}")})).collect();
+    let path = format!("/api/v3/contact-groups/{}/contacts/batch", group["id"]);
+    success(&app.post(&path, &a.key, json!({"contacts": rows})).await, 200);
+
+    let many = success(&app.get(&format!("{}?search=person&per_page=10", contacts_path(&group)), &a.key).await, 200);
+    assert_eq!(items(&many).len(), 10);
+    let (_, _, last_page, total, more) = pagination(&many);
+    assert!((1001..=100_000).contains(&total), "an estimate past the exact count: {many}");
+    assert_eq!((last_page, more), ((total + 9) / 10, true));
+    assert_eq!(many["pagination"]["total_is_estimate"], true, "{many}");
+    let across = success(&app.get("/api/v3/contacts?q=person&per_page=10", &a.key).await, 200);
+    assert_eq!(across["pagination"]["total_is_estimate"], true, "{across}");
+
+    // 15 matches: counted on a full first page, read off the short second and the empty third
+    for (page, on_page) in [(1, 10), (2, 5), (3, 0)] {
+        let path = format!("{}?search=zawadi&per_page=10&page={page}", contacts_path(&group));
+        let few = success(&app.get(&path, &a.key).await, 200);
+        assert_eq!(items(&few).len(), on_page, "page {page}");
+        assert_eq!(pagination(&few).3, 15, "page {page}: {few}");
+        assert!(few["pagination"].get("total_is_estimate").is_none(), "exact: {few}");
+    }
+    // a list without a search is counted exactly, however long
+    let all = success(&app.get(&format!("{}?per_page=10", contacts_path(&group)), &a.key).await, 200);
+    assert_eq!(pagination(&all).3, 1165);
+    assert!(all["pagination"].get("total_is_estimate").is_none());
+}

@@ -155,8 +155,8 @@ impl DataService {
                 base.push(" AND FALSE");
             } else {
                 let keys: Vec<&str> = columns.iter().map(|c| c.key.as_str()).collect();
-                let pattern = base.bind(Bind::Text(format!("%{}%", sql::like_escape(&q))));
-                base.push(&format!(" AND {} LIKE {pattern}", sql::search_expression(&keys)));
+                let pattern = base.bind(Bind::Text(store::search::contains(&q)));
+                base.push(&format!(" AND {} {} {pattern}", sql::search_expression(&keys), store::search::LIKE));
             }
         }
         if let Sort::Column(column) = sort {
