@@ -158,3 +158,80 @@ async fn two_gateways_and_two_workers_share_one_database() {
     let distinct: BTreeSet<&String> = numbers.iter().collect();
     assert_eq!((distinct.len(), numbers.len()), (CONTACTS, CONTACTS), "no number handed to the provider twice");
 }
+
+/// One `auth_cache` gauge of a gateway's `/metrics`.
+async fn auth_cache(client: &reqwest::Client, gateway: &Gateway, kind: &str) -> i64 {
+    let text = client.get(format!("{}/metrics", gateway.url)).send().await.expect("metrics").text().await.expect("text");
+    let line = format!("auth_cache{{kind=\"{kind}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {line} in {text}"))
+}
+
+/// Each gateway keeps the keys it has seen (docs/operations.md, "Authentication cache"), and
+/// a change made anywhere (the admin command, an operator's SQL) reaches every gateway before
+/// the next request: a revoked key, a user's lost permission and a suspended account are
+/// refused at once through the other gateway too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_changed_anywhere_is_refused_on_the_next_request_through_any_gateway() {
+    let app = spawn().await;
+    let acme = app.account("all").await;
+    let second = app.key(acme.tenant, acme.user).await;
+    let bin = gateway_bin();
+    let url = app.db.url();
+    let gateways = [Gateway::start(&bin, url, 75, &[]).await, Gateway::start(&bin, url, 76, &[]).await];
+    let client = reqwest::Client::new();
+    let status = async |i: usize, path: &str, key: &str| {
+        let res = client.get(format!("{}{path}", gateways[i].url)).bearer_auth(key).send().await.expect("request");
+        res.status().as_u16()
+    };
+    // both gateways know both keys, and the second request of a key is served from the cache
+    let wait = Instant::now() + Duration::from_secs(10);
+    while auth_cache(&client, &gateways[0], "listening").await == 0 || auth_cache(&client, &gateways[1], "listening").await == 0 {
+        assert!(Instant::now() < wait, "the gateways never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for i in 0..2 {
+        for key in [&acme.key, &second] {
+            assert_eq!(status(i, "/api/v3/me", key).await, 200);
+            assert_eq!(status(i, "/api/v3/contacts", key).await, 200);
+        }
+        assert_eq!(auth_cache(&client, &gateways[i], "keys").await, 2);
+        assert!(auth_cache(&client, &gateways[i], "hits").await >= 2, "served from the cache");
+    }
+
+    // revoked through the admin command: refused through both at once
+    let key_id = sql_rows(
+        &app.pool,
+        &format!("SELECT id FROM api_keys WHERE key_hash = sha256('{second}'::bytea)"),
+    )
+    .await[0]["id"]
+        .as_i64()
+        .expect("id");
+    let cli = crate::admin_cli::admin(
+        url,
+        gateway::cli::admin::AdminCommand::Key(gateway::cli::admin::KeyCommand::Revoke { key: key_id }),
+    );
+    cli.await.expect("revoke");
+    assert_eq!(status(1, "/api/v3/me", &second).await, 401);
+    assert_eq!(status(0, "/api/v3/me", &second).await, 401);
+    assert_eq!(status(0, "/api/v3/me", &acme.key).await, 200, "the tenant's other key is looked up again");
+
+    // the issuer loses contacts.view by SQL: 403 on the next request through the other gateway
+    assert_eq!(status(1, "/api/v3/contacts", &acme.key).await, 200);
+    api_tests::sql_exec(
+        &app.pool,
+        &format!("UPDATE users SET all_permissions = false, permissions = '{{}}' WHERE id = {}", acme.user.0),
+    )
+    .await;
+    assert_eq!(status(1, "/api/v3/contacts", &acme.key).await, 403);
+
+    // a suspended account: 403 everywhere, and back when it is active again
+    api_tests::sql_exec(&app.pool, &format!("UPDATE tenants SET status = 'suspended' WHERE id = {}", acme.tenant.0))
+        .await;
+    assert_eq!(status(0, "/api/v3/me", &acme.key).await, 403);
+    assert_eq!(status(1, "/api/v3/me", &acme.key).await, 403);
+    api_tests::sql_exec(&app.pool, &format!("UPDATE tenants SET status = 'active' WHERE id = {}", acme.tenant.0)).await;
+    assert_eq!(status(1, "/api/v3/me", &acme.key).await, 200);
+}

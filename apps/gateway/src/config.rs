@@ -27,6 +27,8 @@ pub struct Config {
     pub row_security: store::RowSecurity,
     pub rate_limit_per_minute: u32,
     pub rate_limiter: LimiterKind,
+    /// How long a gateway keeps a key it has looked up (`SVC_AUTH_CACHE_SECONDS`; 0: none).
+    pub auth_cache_ttl: std::time::Duration,
     pub worker_concurrency: usize,
     pub run_migrations: bool,
     pub http_workers: usize,
@@ -109,6 +111,7 @@ impl Config {
             row_security,
             rate_limit_per_minute: parsed("SVC_RATE_LIMIT_PER_MINUTE", 120)?,
             rate_limiter,
+            auth_cache_ttl: seconds("SVC_AUTH_CACHE_SECONDS", 60)?,
             worker_concurrency: parsed("SVC_WORKER_CONCURRENCY", 8)?,
             run_migrations: parsed("SVC_RUN_MIGRATIONS", true)?,
             http_workers: parsed("SVC_HTTP_WORKERS", cpus)?,

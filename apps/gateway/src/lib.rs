@@ -106,6 +106,8 @@ pub struct AppState {
     pub limiter: RateLimiter,
     pub metrics: Metrics,
     pub services: Services,
+    /// Keys recently seen (off until [`AppState::with_key_cache`]).
+    pub keys: std::sync::Arc<accounts::KeyCache>,
 }
 
 impl std::ops::Deref for AppState {
@@ -123,7 +125,13 @@ impl AppState {
         limiter: RateLimiter,
         services: Services,
     ) -> Result<Self, kernel::Error> {
-        Ok(Self { metrics: Metrics::new().map_err(kernel::Error::internal)?, pool, clock, limiter, services })
+        let keys = std::sync::Arc::new(accounts::KeyCache::new(std::time::Duration::ZERO));
+        Ok(Self { metrics: Metrics::new().map_err(kernel::Error::internal)?, pool, clock, limiter, services, keys })
+    }
+
+    /// Authenticates through `keys` (docs/operations.md, "Authentication cache").
+    pub fn with_key_cache(self, keys: std::sync::Arc<accounts::KeyCache>) -> Self {
+        Self { keys, ..self }
     }
 }
 

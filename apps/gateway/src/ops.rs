@@ -33,6 +33,7 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
 /// Prometheus text: request counts and latencies, queue depth and age, webhook backlog, pool use.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     state.metrics.set_pool(&state.pool);
+    state.metrics.set_auth_cache(state.keys.stats());
     // the webhook backlog is every tenant's
     if let Ok(mut conn) = store::connect_system(&state.pool).await {
         match store::jobs::stats(&mut conn, state.clock.now()).await {

@@ -86,7 +86,13 @@ pub async fn serve(config: Config) -> Result<(), String> {
     };
     let services = Services::new(pool.clone(), clock.clone(), &config).await.map_err(|e| e.message.clone())?;
     let (stop, worker) = start_worker(&config, process, pool.clone(), clock.clone(), &services).await?;
-    let state = web::Data::new(AppState::new(pool, clock, limiter, services).map_err(|e| e.message.clone())?);
+    let keys = std::sync::Arc::new(accounts::KeyCache::new(config.auth_cache_ttl));
+    let listener = (!config.auth_cache_ttl.is_zero()).then(|| {
+        let keys = keys.clone();
+        store::listen::listen(config.database_url.clone(), accounts::key_cache::CHANNEL, move |heard| keys.hear(heard))
+    });
+    let state = AppState::new(pool, clock, limiter, services).map_err(|e| e.message.clone())?.with_key_cache(keys);
+    let state = web::Data::new(state);
     let limits = config.http;
     let server = HttpServer::new(move || app(state.clone(), limits))
         .workers(config.http_workers)
@@ -97,6 +103,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
         .run();
     tracing::info!(addr = %config.addr, "serving");
     let served = server.await.map_err(|e| e.to_string());
+    if let Some(listener) = listener {
+        listener.abort();
+    }
     let _ = stop.send(true);
     let _ = worker.await;
     served

@@ -169,9 +169,61 @@ type AuthRow = (
     Option<(i64, String, bool, bool, Vec<String>)>,
 );
 
-/// Turns a Bearer token into a [`Caller`]: 401 for a missing, unknown, revoked, expired or
-/// wrong-kind credential; 403 for a suspended or inactive account.
-pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> Result<Caller, Error> {
+/// What a key's lookup finds: enough to decide every request it makes until something about
+/// the key, its issuer or its account changes (the gateways keep it: [`crate::KeyCache`]).
+#[derive(Debug, Clone)]
+pub struct KeyRecord {
+    pub(crate) key_id: i64,
+    pub(crate) tenant_id: i64,
+    pub(crate) key_name: String,
+    pub(crate) legacy: bool,
+    pub(crate) expires_at: Option<OffsetDateTime>,
+    pub(crate) revoked_at: Option<OffsetDateTime>,
+    pub(crate) tenant_status: String,
+    pub(crate) calling_code: String,
+    pub(crate) user: Option<(i64, String, bool, bool, Vec<String>)>,
+}
+
+impl KeyRecord {
+    pub fn tenant_id(&self) -> TenantId {
+        TenantId(self.tenant_id)
+    }
+
+    /// The caller this key is at `now`: 401 for a revoked or expired key; 403 for a
+    /// suspended or inactive account.
+    pub fn caller(&self, now: OffsetDateTime) -> Result<Caller, Error> {
+        if self.revoked_at.is_some() {
+            return Err(Error::unauthenticated("This API key has been revoked."));
+        }
+        if self.expires_at.is_some_and(|at| at <= now) {
+            return Err(Error::unauthenticated("This API key has expired."));
+        }
+        if self.tenant_status != "active" {
+            return Err(Error::forbidden(format!("This account is {}.", self.tenant_status)));
+        }
+        let issuer = match &self.user {
+            Some((id, name, active, all, names)) => Issuer::User {
+                id: UserId(*id),
+                name: name.clone(),
+                active: *active,
+                permissions: crate::users::permissions_of(*all, names),
+            },
+            None if self.legacy => Issuer::Legacy,
+            None => Issuer::Unknown,
+        };
+        Ok(Caller {
+            tenant_id: TenantId(self.tenant_id),
+            calling_code: self.calling_code.clone(),
+            key_id: ApiKeyId(self.key_id),
+            key_name: self.key_name.clone(),
+            credential: CredentialKind::RestKey,
+            issuer,
+        })
+    }
+}
+
+/// Finds a Bearer token's key: 401 for a missing, unknown or wrong-kind credential.
+pub async fn lookup(conn: &mut Conn, token: &str) -> Result<KeyRecord, Error> {
     if token.starts_with(MCP_PREFIX) {
         return Err(Error::unauthenticated("MCP credentials are not accepted on REST routes; use an API key."));
     }
@@ -197,34 +249,28 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
         .first(conn)
         .await
         .optional()?;
-    let Some(((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), (status, calling_code), user)) = row
+    let Some(((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), (tenant_status, calling_code), user)) =
+        row
     else {
         return Err(Error::unauthenticated("Invalid API key."));
     };
-    if revoked_at.is_some() {
-        return Err(Error::unauthenticated("This API key has been revoked."));
-    }
-    if expires_at.is_some_and(|at| at <= now) {
-        return Err(Error::unauthenticated("This API key has expired."));
-    }
-    if status != "active" {
-        return Err(Error::forbidden(format!("This account is {status}.")));
-    }
-    let issuer = match user {
-        Some((id, name, active, all, names)) => {
-            Issuer::User { id: UserId(id), name, active, permissions: crate::users::permissions_of(all, &names) }
-        }
-        None if legacy => Issuer::Legacy,
-        None => Issuer::Unknown,
-    };
-    Ok(Caller {
-        tenant_id: TenantId(tenant_id),
-        calling_code,
-        key_id: ApiKeyId(key_id),
+    Ok(KeyRecord {
+        key_id,
+        tenant_id,
         key_name,
-        credential: CredentialKind::RestKey,
-        issuer,
+        legacy,
+        expires_at,
+        revoked_at,
+        tenant_status,
+        calling_code,
+        user,
     })
+}
+
+/// Turns a Bearer token into a [`Caller`]: 401 for a missing, unknown, revoked, expired or
+/// wrong-kind credential; 403 for a suspended or inactive account.
+pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> Result<Caller, Error> {
+    lookup(conn, token).await?.caller(now)
 }
 
 #[cfg(test)]

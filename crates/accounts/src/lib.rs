@@ -3,6 +3,7 @@
 //! authentication both go through here.
 
 pub mod demo;
+pub mod key_cache;
 pub mod keys;
 pub mod modules;
 pub mod profile;
@@ -11,7 +12,8 @@ pub mod tenants;
 pub mod users;
 pub mod wallet;
 
-pub use keys::{ApiKey, IssuedKey};
+pub use key_cache::KeyCache;
+pub use keys::{ApiKey, IssuedKey, KeyRecord};
 pub use tenants::{Tenant, TenantStatus};
 pub use users::User;
 pub use wallet::Wallet;

@@ -4,6 +4,7 @@
 
 pub mod idempotency;
 pub mod jobs;
+pub mod listen;
 pub mod migrate;
 pub mod outbox;
 mod pool;

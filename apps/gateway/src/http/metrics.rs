@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests by route and status with latency histograms, the job queue's
-//! depth and oldest due job, the webhook deliveries waiting, and the database pool's use.
+//! depth and oldest due job, the webhook deliveries waiting, the database pool's use and the key
+//! cache.
 
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -15,6 +16,7 @@ pub struct Metrics {
     webhooks_pending: IntGaugeVec,
     oldest_delivery: GaugeVec,
     pool: IntGaugeVec,
+    auth_cache: IntGaugeVec,
 }
 
 impl Metrics {
@@ -49,8 +51,13 @@ impl Metrics {
         registry.register(Box::new(oldest_job.clone()))?;
         registry.register(Box::new(webhooks_pending.clone()))?;
         registry.register(Box::new(oldest_delivery.clone()))?;
+        let auth_cache = IntGaugeVec::new(
+            Opts::new("auth_cache", "The key cache: hits and misses since start, keys kept, listening (1 or 0)"),
+            &["kind"],
+        )?;
         registry.register(Box::new(pool.clone()))?;
-        Ok(Self { registry, requests, latency, jobs, oldest_job, webhooks_pending, oldest_delivery, pool })
+        registry.register(Box::new(auth_cache.clone()))?;
+        Ok(Self { registry, requests, latency, jobs, oldest_job, webhooks_pending, oldest_delivery, pool, auth_cache })
     }
 
     pub fn observe(&self, route: &str, method: &str, status: u16, seconds: f64) {
@@ -68,6 +75,13 @@ impl Metrics {
     pub fn set_webhooks(&self, backlog: &webhooks::deliver::Backlog) {
         self.webhooks_pending.with_label_values(&[] as &[&str]).set(backlog.pending);
         self.oldest_delivery.with_label_values(&[] as &[&str]).set(backlog.oldest_due_age_seconds);
+    }
+
+    pub fn set_auth_cache(&self, stats: accounts::key_cache::CacheStats) {
+        self.auth_cache.with_label_values(&["hits"]).set(stats.hits as i64);
+        self.auth_cache.with_label_values(&["misses"]).set(stats.misses as i64);
+        self.auth_cache.with_label_values(&["keys"]).set(stats.keys as i64);
+        self.auth_cache.with_label_values(&["listening"]).set(i64::from(stats.listening));
     }
 
     pub fn set_pool(&self, pool: &store::Pool) {
