@@ -11,11 +11,13 @@
 //! their own shops through the API (see [`commerce`]); the data-table workloads (a page of a
 //! 1,000,000-record table, filtered and sorted or searched; record creates) their own tables
 //! with the admin CLI (see [`data_tables`]). `--only N` runs workload N alone (and loads no
-//! contacts when it reads none).
+//! contacts when it reads none). `--check` compares each API/raw ratio with the committed
+//! ones (see [`baseline`]) and `--save-baseline` writes them.
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
 mod api;
+mod baseline;
 mod campaign;
 mod commerce;
 mod data;
@@ -42,6 +44,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::time::Instant;
 
 use self::api::Api;
+use self::baseline::Baseline;
 use self::load::{Measured, Timing, drive};
 use self::report::{OpenRun, Outcome, Report, WorkloadResult};
 use self::sql::{Db, SmsRoute};
@@ -158,7 +161,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "GET /me",
         work: Work::Me,
         connections: report::CONNECTIONS,
-        min_ratio: Some(0.4),
+        min_ratio: Some(0.8),
         min_rate: None,
         max_p99_ms: Some(report::P99_LIMIT_MS),
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -186,7 +189,7 @@ static WORKLOADS: [Workload; 13] = [
         connections: report::CONNECTIONS,
         min_ratio: Some(0.4),
         min_rate: None,
-        max_p99_ms: Some(report::P99_LIMIT_MS),
+        max_p99_ms: Some(30.0),
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
         open_loop_p99_ms: None,
@@ -224,7 +227,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "SMS send, one recipient",
         work: Work::SmsSend,
         connections: report::CONNECTIONS,
-        min_ratio: Some(0.5),
+        min_ratio: Some(0.6),
         min_rate: None,
         max_p99_ms: Some(25.0),
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -242,7 +245,7 @@ static WORKLOADS: [Workload; 13] = [
         min_rate: None,
         max_p99_ms: None,
         max_rss_mb: 200.0,
-        max_seconds: Some(30.0),
+        max_seconds: Some(10.0),
         open_loop_p99_ms: None,
         raw_sql: "authentication lookup; BEGIN; INSERT campaigns; one INSERT messages ... SELECT ... FROM contacts \
                   WHERE group_id with its jobs INSERT ... SELECT (chunks of 500) in the same statement; \
@@ -253,8 +256,9 @@ static WORKLOADS: [Workload; 13] = [
         name: "webhook deliveries",
         work: Work::Webhooks,
         connections: webhooks::CONCURRENCY,
+        // the webhooks issue's 0.8 (issue 24 asks 0.5 on the way)
         min_ratio: Some(0.8),
-        min_rate: Some(1_000.0),
+        min_rate: Some(8_000.0),
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
         max_seconds: None,
@@ -268,7 +272,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "lead upsert, half new, half matched",
         work: Work::LeadUpsert,
         connections: report::CONNECTIONS,
-        min_ratio: Some(0.5),
+        min_ratio: Some(0.6),
         min_rate: None,
         max_p99_ms: Some(30.0),
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -284,7 +288,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "product batch",
         work: Work::ProductBatch,
         connections: 1,
-        min_ratio: Some(0.3),
+        min_ratio: Some(0.6),
         min_rate: None,
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -300,7 +304,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "orders with reservations",
         work: Work::Orders,
         connections: report::CONNECTIONS,
-        min_ratio: Some(0.5),
+        min_ratio: Some(0.6),
         min_rate: None,
         max_p99_ms: Some(30.0),
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -329,7 +333,7 @@ static WORKLOADS: [Workload; 13] = [
         name: "data record create",
         work: Work::DataCreates,
         connections: report::CONNECTIONS,
-        min_ratio: Some(0.5),
+        min_ratio: Some(0.6),
         min_rate: None,
         max_p99_ms: None,
         max_rss_mb: report::RSS_LIMIT_MB,
@@ -362,12 +366,18 @@ struct Setup {
     data_records: u64,
 }
 
-pub async fn bench(
-    workspace: &Workspace,
-    interrupts: &mut Interrupts,
-    quick: bool,
-    only: Option<u8>,
-) -> Result<ExitCode> {
+/// What `cargo xtask bench` was asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub quick: bool,
+    pub only: Option<u8>,
+    /// Compare the ratios with the committed baseline (`baseline::BASELINE`).
+    pub check: bool,
+    pub save_baseline: bool,
+}
+
+pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: Options) -> Result<ExitCode> {
+    let Options { quick, only, check, save_baseline } = options;
     let workloads: Vec<&'static Workload> = WORKLOADS.iter().filter(|w| only.is_none_or(|n| w.number == n)).collect();
     if workloads.is_empty() {
         let numbers: Vec<String> = WORKLOADS.iter().map(|w| w.number.to_string()).collect();
@@ -387,6 +397,12 @@ pub async fn bench(
         }
         if let Some(n) = only {
             release.args(["--only", &n.to_string()]);
+        }
+        if check {
+            release.arg("--check");
+        }
+        if save_baseline {
+            release.arg("--save-baseline");
         }
         return Ok(crate::process::exit_code(interrupts.run(&mut release).await?));
     }
@@ -452,7 +468,20 @@ pub async fn bench(
     };
     fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
     println!("xtask: wrote {} (gateway log: {})", json.display(), setup.gateway_log.display());
-    Ok(ExitCode::SUCCESS)
+    let mut code = ExitCode::SUCCESS;
+    if check {
+        let (table, fell) = Baseline::load(&workspace.root)?.check(&report, quick);
+        println!("\n{table}");
+        if !fell.is_empty() {
+            println!("xtask: bench --check: {} ratio(s) fell by more than a third:\n  {}", fell.len(), fell.join("\n  "));
+            code = ExitCode::FAILURE;
+        }
+    }
+    if save_baseline {
+        Baseline::of(&report, quick).save(&workspace.root)?;
+        println!("xtask: wrote {}", baseline::BASELINE);
+    }
+    Ok(code)
 }
 
 /// The release gateway with this run's database.

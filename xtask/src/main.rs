@@ -78,6 +78,13 @@ enum Command {
         /// Run workload N alone (its number in the report), after the same setup
         #[arg(long, value_name = "N")]
         only: Option<u8>,
+        /// Compare each API/raw ratio with xtask/bench-baseline.json; fail when one fell by
+        /// more than a third
+        #[arg(long)]
+        check: bool,
+        /// Write this run's ratios to xtask/bench-baseline.json
+        #[arg(long)]
+        save_baseline: bool,
     },
 }
 
@@ -109,7 +116,10 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             )
             .await
         }
-        Command::Bench { quick, only } => bench::bench(&workspace, &mut interrupts, quick, only).await,
+        Command::Bench { quick, only, check, save_baseline } => {
+            let options = bench::Options { quick, only, check, save_baseline };
+            bench::bench(&workspace, &mut interrupts, options).await
+        }
     }
 }
 

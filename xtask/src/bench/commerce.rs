@@ -91,9 +91,19 @@ pub struct BatchFacts {
     pub raw_seconds: Vec<f64>,
 }
 
+/// Issue 24: the median batch of 5,000 products, request to `completed`.
+pub const BATCH_MEDIAN_LIMIT_S: f64 = 0.25;
+
 impl BatchFacts {
     pub fn slowest_api_s(&self) -> f64 {
         self.api_seconds.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The median batch (the upper one of an even count).
+    pub fn median_api_s(&self) -> f64 {
+        let mut seconds = self.api_seconds.clone();
+        seconds.sort_by(f64::total_cmp);
+        seconds.get(seconds.len() / 2).copied().unwrap_or_default()
     }
 
     /// What the report says under its table.

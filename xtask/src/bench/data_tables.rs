@@ -85,7 +85,8 @@ static SEARCH_ROW: Workload = Workload {
     work: Work::DataPage,
     connections: report::CONNECTIONS,
     min_ratio: Some(0.5),
-    min_rate: None,
+    // issue 24: at least 300 pages a second at 32 connections
+    min_rate: Some(300.0),
     max_p99_ms: Some(PAGE_P99_LIMIT_MS),
     max_rss_mb: report::RSS_LIMIT_MB,
     max_seconds: None,

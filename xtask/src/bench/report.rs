@@ -261,6 +261,8 @@ impl WorkloadResult {
         if let (Some(max), Some(batch)) = (w.max_seconds, batch(&outcome.facts)) {
             let target = format!("every batch of {} completed in < {max} s", thousands(batch.products));
             targets.push(Check::below(target, batch.slowest_api_s(), " s", max));
+            let median = super::commerce::BATCH_MEDIAN_LIMIT_S;
+            targets.push(Check::below(format!("median batch < {median} s"), batch.median_api_s(), " s", median));
         }
         if let Some(rss) = outcome.rss_mb {
             let max = w.max_rss_mb;
