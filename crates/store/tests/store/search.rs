@@ -69,6 +69,22 @@ async fn searches_use_their_trigram_indexes_in_a_tenant_scope() {
     )
     .await;
     assert!(records.contains("Index Scan on probe_search"), "{records}");
+
+    // a data table's filter on an indexed column (its jsonb comparisons declared leakproof)
+    diesel::sql_query(
+        "CREATE INDEX probe_score ON data_records (((data->'score')), id)
+         WHERE table_id = '00000000-0000-0000-0000-000000000001' AND deleted_at IS NULL",
+    )
+    .execute(&mut owner)
+    .await
+    .expect("index");
+    let filtered = plan(
+        &mut conn,
+        "SELECT id FROM data_records WHERE table_id = '00000000-0000-0000-0000-000000000001' AND deleted_at IS NULL
+         AND data->'score' > '50'::jsonb AND data->'segment' = '\"retail\"'::jsonb",
+    )
+    .await;
+    assert!(filtered.contains("Index Cond: ((data -> 'score'::text) > '50'::jsonb)"), "{filtered}");
 }
 
 #[tokio::test]
