@@ -161,7 +161,8 @@ async fn two_gateways_and_two_workers_share_one_database() {
 
 /// One `auth_cache` gauge of a gateway's `/metrics`.
 async fn auth_cache(client: &reqwest::Client, gateway: &Gateway, kind: &str) -> i64 {
-    let text = client.get(format!("{}/metrics", gateway.url)).send().await.expect("metrics").text().await.expect("text");
+    let text =
+        client.get(format!("{}/metrics", gateway.url)).send().await.expect("metrics").text().await.expect("text");
     let line = format!("auth_cache{{kind=\"{kind}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&line))
@@ -188,7 +189,9 @@ async fn a_key_changed_anywhere_is_refused_on_the_next_request_through_any_gatew
     };
     // both gateways know both keys, and the second request of a key is served from the cache
     let wait = Instant::now() + Duration::from_secs(10);
-    while auth_cache(&client, &gateways[0], "listening").await == 0 || auth_cache(&client, &gateways[1], "listening").await == 0 {
+    while auth_cache(&client, &gateways[0], "listening").await == 0
+        || auth_cache(&client, &gateways[1], "listening").await == 0
+    {
         assert!(Instant::now() < wait, "the gateways never listened");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -202,11 +205,8 @@ async fn a_key_changed_anywhere_is_refused_on_the_next_request_through_any_gatew
     }
 
     // revoked through the admin command: refused through both at once
-    let key_id = sql_rows(
-        &app.pool,
-        &format!("SELECT id FROM api_keys WHERE key_hash = sha256('{second}'::bytea)"),
-    )
-    .await[0]["id"]
+    let key_id = sql_rows(&app.pool, &format!("SELECT id FROM api_keys WHERE key_hash = sha256('{second}'::bytea)"))
+        .await[0]["id"]
         .as_i64()
         .expect("id");
     let cli = crate::admin_cli::admin(

@@ -254,17 +254,7 @@ pub async fn lookup(conn: &mut Conn, token: &str) -> Result<KeyRecord, Error> {
     else {
         return Err(Error::unauthenticated("Invalid API key."));
     };
-    Ok(KeyRecord {
-        key_id,
-        tenant_id,
-        key_name,
-        legacy,
-        expires_at,
-        revoked_at,
-        tenant_status,
-        calling_code,
-        user,
-    })
+    Ok(KeyRecord { key_id, tenant_id, key_name, legacy, expires_at, revoked_at, tenant_status, calling_code, user })
 }
 
 /// Turns a Bearer token into a [`Caller`]: 401 for a missing, unknown, revoked, expired or

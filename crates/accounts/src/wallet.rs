@@ -5,6 +5,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
 use serde::Serialize;
+use store::Prepare;
 
 use crate::schema::{wallet_ledger, wallets};
 use store::Conn;
@@ -108,6 +109,7 @@ pub async fn debit(
     .bind::<BigInt, _>(tenant.0)
     .bind::<BigInt, _>(amount_minor)
     .bind::<Text, _>(note)
+    .prepared()
     .get_result::<Taken>(conn)
     .await
     .optional()?

@@ -2,6 +2,7 @@
 //! row locks so the last unit goes to one customer only, the movement trail, and `stock.low`.
 
 use std::collections::HashMap;
+use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Date, Integer, Nullable, Text, Timestamptz};
@@ -133,6 +134,7 @@ pub(crate) async fn record_counts(
     .bind::<Text, _>(cause)
     .bind::<Nullable<BigInt>, _>(sync_id)
     .bind::<Timestamptz, _>(now)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -144,6 +146,7 @@ async fn lock(conn: &mut store::Conn, ids: &[i64]) -> Result<HashMap<i64, Figure
     let rows: Vec<Figures> =
         diesel::sql_query("SELECT id, inventory, reserved FROM products WHERE id = ANY($1) ORDER BY id FOR UPDATE")
             .bind::<Array<BigInt>, _>(ids)
+            .prepared()
             .load(conn)
             .await?;
     Ok(rows.into_iter().map(|f| (f.id, f)).collect())
@@ -179,6 +182,7 @@ async fn shift(
     .bind::<Text, _>(why.cause)
     .bind::<BigInt, _>(why.order_id)
     .bind::<Timestamptz, _>(why.now)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -313,6 +317,7 @@ pub(crate) async fn check_low(
     .bind::<Array<BigInt>, _>(ids)
     .bind::<Date, _>(today)
     .bind::<Integer, _>(threshold)
+    .prepared()
     .load(conn)
     .await?;
     if low.is_empty() {
@@ -395,6 +400,7 @@ impl CommerceService {
             .bind::<Array<BigInt>, _>(&ids)
             .bind::<Array<Integer>, _>(&counts)
             .bind::<Timestamptz, _>(now)
+            .prepared()
             .execute(conn)
             .await?;
             record_counts(conn, &ids, &deltas, "sync", "inventory push", None, now).await?;

@@ -143,23 +143,6 @@ impl ContactService {
         Ok(row.into_group(all, subscribed))
     }
 
-    /// The group and the account's default calling code, in one round trip: what every write
-    /// of a contact needs first. (`tenants` belongs to accounts; this reads one column of it
-    /// rather than pay a second query on the hottest write path.)
-    async fn group_for_write(conn: &mut Conn, tenant: TenantId, group: GroupRef) -> Result<(GroupRow, String), Error> {
-        find(tenant, group)
-            .select((
-                GroupRow::as_select(),
-                sql::<diesel::sql_types::Text>(
-                    "(SELECT default_country_code FROM tenants WHERE tenants.id = contact_groups.tenant_id)",
-                ),
-            ))
-            .first(conn)
-            .await
-            .optional()?
-            .ok_or_else(|| Error::not_found("Contact group"))
-    }
-
     // --- groups ---------------------------------------------------------------------------
 
     pub async fn list_groups(&self, caller: &Caller, page: PageRequest) -> Result<Page<ContactGroup>, Error> {
@@ -403,9 +386,11 @@ impl ContactService {
         let body = input.read()?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn(tenant).await?;
-        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
+        let group = Self::group_row(&mut conn, tenant, group).await?;
+        // the account's calling code came with the caller (the key's lookup)
+        let default_cc = caller.calling_code.as_str();
         let (phone, field) = body.phone.clone().ok_or_else(|| Error::field("PHONE", "The PHONE field is required."))?;
-        let phone = parse_phone(&phone, field, body.country_code.as_deref(), &default_cc)?;
+        let phone = parse_phone(&phone, field, body.country_code.as_deref(), default_cc)?;
         let full = phone.full();
         let now = self.clock.now();
         let values = merge_fields(Map::new(), &body.custom_fields);
@@ -459,9 +444,11 @@ impl ContactService {
         let body = input.read()?;
         let tenant = caller.tenant_id;
         let mut conn = self.conn(tenant).await?;
-        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
+        let group = Self::group_row(&mut conn, tenant, group).await?;
+        // the account's calling code came with the caller (the key's lookup)
+        let default_cc = caller.calling_code.as_str();
         let row = Self::contact_row(&mut conn, tenant, group.id, contact).await?;
-        let change = batch::apply_patch(&row_state(&row), &body, &default_cc)?;
+        let change = batch::apply_patch(&row_state(&row), &body, default_cc)?;
         if change.full_phone_number != row.full_phone_number
             && let Some(uid) = Self::uid_by_number(&mut conn, group.id, &change.full_phone_number).await?
         {
@@ -513,8 +500,10 @@ impl ContactService {
         let skip_existing = input.skip_existing.unwrap_or(false);
         let tenant = caller.tenant_id;
         let mut conn = self.conn(tenant).await?;
-        let (group, default_cc) = Self::group_for_write(&mut conn, tenant, group).await?;
-        let plan = batch::plan(input.contacts, &default_cc);
+        let group = Self::group_row(&mut conn, tenant, group).await?;
+        // the account's calling code came with the caller (the key's lookup)
+        let default_cc = caller.calling_code.as_str();
+        let plan = batch::plan(input.contacts, default_cc);
         // One index probe per number: the planner would otherwise scan a young group whole.
         let existing: Vec<ContactRow> = diesel::sql_query(
             "SELECT c.* FROM unnest($2::text[]) AS n(full_phone_number)

@@ -2,6 +2,7 @@
 //! call goes through (contract: Authentication, the data rows).
 
 use std::sync::{Arc, OnceLock};
+use store::Prepare;
 
 use diesel::sql_types::{BigInt, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
@@ -137,6 +138,7 @@ pub(crate) async fn load(conn: &mut store::Conn, tenant: TenantId, key: TableKey
             diesel::sql_query(query + "id = $2")
                 .bind::<BigInt, _>(tenant.0)
                 .bind::<SqlUuid, _>(id)
+                .prepared()
                 .get_result(conn)
                 .await
         }
@@ -144,6 +146,7 @@ pub(crate) async fn load(conn: &mut store::Conn, tenant: TenantId, key: TableKey
             diesel::sql_query(query + "slug = $2")
                 .bind::<BigInt, _>(tenant.0)
                 .bind::<Text, _>(slug)
+                .prepared()
                 .get_result(conn)
                 .await
         }

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use kernel::{Error, TenantId};
 use serde_json::{Map, Value, json};
+use store::Prepare;
 use time::OffsetDateTime;
 
 use crate::lead::Lead;
@@ -46,7 +47,8 @@ pub(crate) async fn record(
         })
         .collect();
     if !rows.is_empty() {
-        diesel::insert_into(lead_activities::table).values(rows).execute(conn).await?;
+        // one row or a few: kept prepared (a multi-row insert is not, by default)
+        diesel::insert_into(lead_activities::table).values(rows).prepared().execute(conn).await?;
     }
     Ok(())
 }

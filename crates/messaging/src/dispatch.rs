@@ -9,6 +9,7 @@
 use kernel::state::{Event as _, Status as _};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
@@ -110,6 +111,7 @@ impl MessagingService {
         .bind::<Array<BigInt>, _>(ids)
         .bind::<BigInt, _>(tenant)
         .bind::<Array<Text>, _>(vec![MessageStatus::Queued.as_str(), MessageStatus::Processing.as_str()])
+        .prepared()
         .get_results(&mut conn)
         .await?;
         let doubt = self.doubt(&mut conn, &pending, now).await?;
@@ -298,6 +300,7 @@ impl MessagingService {
             .bind::<Timestamptz, _>(second)
             .bind::<Integer, _>(i32::try_from(want).unwrap_or(i32::MAX))
             .bind::<Integer, _>(channel.throughput_per_second)
+            .prepared()
             .get_result(conn)
             .await?;
         Ok(usize::try_from(granted.granted).unwrap_or(0).min(want))

@@ -7,6 +7,7 @@
 //! visibility), so a stored answer is never shown to someone who could not make the request
 //! now. Keys are scoped by tenant, issuer and operation ([`Request::new`]).
 
+use crate::Prepare;
 use std::future::Future;
 
 use diesel::OptionalExtension;
@@ -158,6 +159,7 @@ where
         .bind::<Text, _>(scope)
         .bind::<Text, _>(key.as_str())
         .bind::<Timestamptz, _>(claimed_at)
+        .prepared()
         .execute(conn)
         .await?;
     }
@@ -194,6 +196,7 @@ async fn finish(conn: &mut Conn, request: &Request, claimed_at: OffsetDateTime, 
     .bind::<Text, _>(request.key.as_str())
     .bind::<Timestamptz, _>(claimed_at)
     .bind::<Jsonb, _>(body)
+    .prepared()
     .execute(conn)
     .await?;
     if stored == 0 {
@@ -338,6 +341,7 @@ pub async fn complete(
     .bind::<Text, _>(key)
     .bind::<SmallInt, _>(status as i16)
     .bind::<Jsonb, _>(body)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -352,6 +356,7 @@ pub async fn abandon(conn: &mut Conn, tenant: TenantId, scope: &str, key: &str) 
     .bind::<BigInt, _>(tenant.0)
     .bind::<Text, _>(scope)
     .bind::<Text, _>(key)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())

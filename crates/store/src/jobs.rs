@@ -8,6 +8,7 @@
 //! worker lives, and comes back within one lease once its worker died. A handler that panics
 //! is a failed attempt, recorded at once.
 
+use crate::Prepare;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -99,6 +100,7 @@ pub async fn enqueue<J: Job>(conn: &mut Conn, job: &J, options: Enqueue) -> Resu
     .bind::<SmallInt, _>(options.priority)
     .bind::<Nullable<Timestamptz>, _>(options.run_at)
     .bind::<Integer, _>(J::MAX_ATTEMPTS)
+    .prepared()
     .get_results(conn)
     .await?;
     let Some(JobId { id }) = ids.into_iter().next() else {
@@ -300,6 +302,7 @@ impl Worker {
              WHERE state = 'running' AND locked_until < $1 AND attempts >= max_attempts",
         )
         .bind::<Timestamptz, _>(now)
+        .prepared()
         .execute(&mut conn)
         .await?;
         // A running job whose lease ran out belongs to a worker that died: take it again.
@@ -319,6 +322,7 @@ impl Worker {
         .bind::<Timestamptz, _>(now + inner.config.lease)
         .bind::<Timestamptz, _>(now)
         .bind::<BigInt, _>(limit as i64)
+        .prepared()
         .get_results(&mut conn)
         .await?;
         Ok(claimed)
@@ -371,6 +375,7 @@ impl Worker {
                 diesel::sql_query("DELETE FROM jobs WHERE id = $1 AND locked_by = $2")
                     .bind::<BigInt, _>(id)
                     .bind::<SqlUuid, _>(inner.id)
+                    .prepared()
                     .execute(&mut conn)
                     .await?;
             }
@@ -386,6 +391,7 @@ impl Worker {
                 .bind::<SqlUuid, _>(inner.id)
                 .bind::<Timestamptz, _>(inner.clock.now() + jittered_backoff(attempt, random_unit()))
                 .bind::<Text, _>(message.as_str())
+                .prepared()
                 .execute(&mut conn)
                 .await?;
             }
@@ -483,6 +489,7 @@ impl Worker {
              WHERE locked_by = $1 AND state = 'running'",
         )
         .bind::<SqlUuid, _>(self.inner.id)
+        .prepared()
         .execute(&mut conn)
         .await?;
         Ok(released)

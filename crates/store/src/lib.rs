@@ -8,6 +8,7 @@ pub mod listen;
 pub mod migrate;
 pub mod outbox;
 mod pool;
+mod prepared;
 pub mod search;
 pub mod secrets;
 #[cfg(feature = "testing")]
@@ -18,6 +19,7 @@ pub use pool::{
     Conn, Manager, Pool, PooledConn, RowSecurity, SERVICE_ROLE, Scoped, connect, connect_global, connect_system,
     global_size, pool, pool_with,
 };
+pub use prepared::{Prepare, Prepared};
 
 /// Runs `write` until it succeeds or `for_up_to` has passed, pausing between tries (250 ms,
 /// doubling up to 2 s): how a worker keeps an outcome it could not record while the database

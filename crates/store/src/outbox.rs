@@ -1,6 +1,7 @@
 //! The event outbox: domains write events in the same transaction as the change that caused
 //! them (house rule 5); the webhooks fan-out turns them into deliveries.
 
+use crate::Prepare;
 use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use kernel::TenantId;
@@ -24,6 +25,7 @@ pub async fn emit(
         .bind::<Text, _>(name)
         .bind::<Jsonb, _>(payload)
         .bind::<Timestamptz, _>(occurred_at)
+        .prepared()
         .execute(conn)
         .await?;
     Ok(id)
@@ -54,6 +56,7 @@ pub async fn emit_many(
     .bind::<diesel::sql_types::Array<Text>, _>(names)
     .bind::<diesel::sql_types::Array<Jsonb>, _>(payloads)
     .bind::<Timestamptz, _>(occurred_at)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())
@@ -87,6 +90,7 @@ pub async fn read(conn: &mut Conn, keys: &[(TenantId, Uuid)]) -> Result<Vec<Stor
     )
     .bind::<diesel::sql_types::Array<BigInt>, _>(tenants)
     .bind::<diesel::sql_types::Array<SqlUuid>, _>(ids)
+    .prepared()
     .get_results(conn)
     .await?)
 }

@@ -11,11 +11,13 @@ mod idempotency;
 mod jobs;
 #[path = "store/outbox.rs"]
 mod outbox;
+#[path = "store/prepared.rs"]
+mod prepared;
 #[path = "store/recovery.rs"]
 mod recovery;
 #[path = "store/row_security.rs"]
 mod row_security;
-#[path = "store/tenancy.rs"]
-mod tenancy;
 #[path = "store/search.rs"]
 mod search;
+#[path = "store/tenancy.rs"]
+mod tenancy;

@@ -24,10 +24,6 @@ const TENANT: &str = "SELECT id, uid, name, status, currency, default_country_co
                       FROM tenants WHERE id = $1 LIMIT 1";
 const GROUP: &str = "SELECT id, uid, name, status, custom_fields, created_at, updated_at \
                      FROM contact_groups WHERE tenant_id = $1 AND id = $2 LIMIT 1";
-/// The group and the tenant's default calling code in one round trip, as writes read them.
-const GROUP_FOR_WRITE: &str = "SELECT id, uid, name, status, custom_fields, created_at, updated_at, \
-                               (SELECT default_country_code FROM tenants WHERE tenants.id = contact_groups.tenant_id) \
-                               FROM contact_groups WHERE tenant_id = $1 AND id = $2 LIMIT 1";
 /// A search's total: counted up to 1,001 matches, the planner's estimate beyond (as the
 /// service does, `store::search`); `~~~*` is the service's leakproof ILIKE.
 const SEARCH_COUNT: &str = "SELECT count(*) FROM (SELECT id FROM contacts \
@@ -109,7 +105,6 @@ struct Statements {
     auth: Statement,
     tenant: Statement,
     group: Statement,
-    group_for_write: Statement,
     insert_one: Statement,
     search_count: Statement,
     search_estimate: Statement,
@@ -135,7 +130,6 @@ impl Statements {
             auth: client.prepare(AUTH).await?,
             tenant: client.prepare(TENANT).await?,
             group: client.prepare(GROUP).await?,
-            group_for_write: client.prepare(GROUP_FOR_WRITE).await?,
             insert_one: client
                 .prepare(&format!("{} ON CONFLICT DO NOTHING RETURNING {CONTACT_COLUMNS}", insert_contacts(1)))
                 .await?,
@@ -249,12 +243,12 @@ impl Db {
         Ok(())
     }
 
-    /// Authentication, the group with the default calling code, then the INSERT; the unique
+    /// Authentication, the group, then the INSERT; the unique
     /// index finds a duplicate number (none here: every number is new).
     pub async fn create_contact(&self, worker: usize, group: i64, n: u64) -> OpResult {
         self.authenticate(&self.conns[worker]).await?;
         let Conn { client, statements: st } = &self.conns[worker];
-        client.query_one(&st.group_for_write, &[&self.tenant, &group]).await?;
+        client.query_one(&st.group, &[&self.tenant, &group]).await?;
         let (uid, name, national, full) =
             (data::uid(self.salt, n), data::name(n), data::national(n), data::full_number(n));
         let subscribed = true;
@@ -285,12 +279,12 @@ impl Db {
         Ok(())
     }
 
-    /// Authentication, the group with the default calling code, the existing numbers, then
+    /// Authentication, the group, the existing numbers, then
     /// one multi-row INSERT in a transaction.
     pub async fn batch(&self, worker: usize, group: i64, batch: u64) -> OpResult {
         self.authenticate(&self.conns[worker]).await?;
         let Conn { client, statements: st } = &self.conns[worker];
-        client.query_one(&st.group_for_write, &[&self.tenant, &group]).await?;
+        client.query_one(&st.group, &[&self.tenant, &group]).await?;
         let numbers: Vec<u64> = data::batch_numbers(batch).collect();
         let fulls: Vec<String> = numbers.iter().map(|n| data::full_number(*n)).collect();
         let existing = client.query(&st.existing, &[&group, &fulls]).await?;

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer};
@@ -297,6 +298,7 @@ async fn save_lines(conn: &mut store::Conn, tenant: i64, lines: &[LineRow]) -> R
     .bind::<Array<Integer>, _>(lines.iter().map(|l| l.reserved).collect::<Vec<_>>())
     .bind::<Array<Bool>, _>(lines.iter().map(|l| l.stock_short).collect::<Vec<_>>())
     .bind::<BigInt, _>(tenant)
+    .prepared()
     .execute(conn)
     .await?;
     Ok(())

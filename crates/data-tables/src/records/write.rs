@@ -3,9 +3,10 @@
 //! history entry together; a unique key taken by another record is a 409 naming the field.
 
 use std::collections::BTreeMap;
+use store::Prepare;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
 use kernel::{Caller, Error, Result};
@@ -262,15 +263,20 @@ impl DataService {
         let keys = unique_keys(definition, &data);
         let now = self.clock.now();
         let id = Uuid::now_v7();
+        // an auto-number column's key and sequence, bound: the statement's text is the same for
+        // every table, so each connection keeps it prepared
         let numbered = definition.columns.iter().find(|c| c.kind == ColumnType::AutoNumber);
-        let data_sql = match numbered {
-            Some(c) => format!("$4 || jsonb_build_object('{}', nextval('{}'))", c.key, sequence(view.table.id())),
-            None => "$4".to_owned(),
+        let (number_key, number_sequence) = match numbered {
+            Some(c) => (Some(c.key.clone()), Some(sequence(view.table.id()))),
+            None => (None, None),
         };
         let statement = format!(
             "WITH r AS (
                 INSERT INTO data_records (id, tenant_id, table_id, data, source, created_at, updated_at)
-                VALUES ($1, $2, $3, {data_sql}, $5, $6, $6) RETURNING {ROW_COLUMNS}),
+                VALUES ($1, $2, $3,
+                        CASE WHEN $10::text IS NULL THEN $4 ELSE $4 || jsonb_build_object($10::text, nextval($11::regclass)) END,
+                        $5, $6, $6)
+                RETURNING {ROW_COLUMNS}),
              k AS (
                 INSERT INTO data_record_keys (tenant_id, table_id, name, value, record_id)
                 SELECT $2, $3, u.name, u.value, r.id FROM r, unnest($7::text[], $8::text[]) AS u (name, value)),
@@ -295,6 +301,9 @@ impl DataService {
                 .bind::<Array<Text>, _>(&names)
                 .bind::<Array<Text>, _>(&values)
                 .bind::<Jsonb, _>(actor(caller, source))
+                .bind::<Nullable<Text>, _>(&number_key)
+                .bind::<Nullable<Text>, _>(&number_sequence)
+                .prepared()
                 .get_result(conn)
                 .await
                 .map_err(unique_violation)

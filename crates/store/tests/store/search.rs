@@ -46,7 +46,8 @@ async fn searches_use_their_trigram_indexes_in_a_tenant_scope() {
     assert!(contacts.contains("Index Scan on contacts_name_trgm"), "{contacts}");
     let numbers = plan(&mut conn, "SELECT id FROM contacts WHERE contacts.full_phone_number ~~~ '%71234%'").await;
     assert!(numbers.contains("Index Scan on contacts_full_phone_trgm"), "{numbers}");
-    let leads = plan(&mut conn, "SELECT id FROM leads WHERE svc_words(name, company, phone, email) ~~~* '%acme%'").await;
+    let leads =
+        plan(&mut conn, "SELECT id FROM leads WHERE svc_words(name, company, phone, email) ~~~* '%acme%'").await;
     assert!(leads.contains("Index Scan on leads_search"), "{leads}");
 
     // a data table's search index, as the data-tables crate builds it, and no other index
@@ -141,7 +142,8 @@ async fn migrations_without_a_superuser_keep_every_search_answering() {
         Some("svc_ilike=false,svc_like=false,svc_record_text=false,svc_words=false")
     );
     assert_eq!(store::search::trigram_opclass(&mut conn).await.expect("opclass"), "gin_trgm_ops");
-    let like = "SELECT (('Asha Juma' ~~~* '%ASHA%') AND svc_record_text('{\"n\": \"X\"}', '{n}') ~~~ 'x')::text AS value";
+    let like =
+        "SELECT (('Asha Juma' ~~~* '%ASHA%') AND svc_record_text('{\"n\": \"X\"}', '{n}') ~~~ 'x')::text AS value";
     assert_eq!(text(&mut conn, like).await.as_deref(), Some("true"));
     drop(conn);
     drop(pool);
