@@ -75,8 +75,9 @@ pub const RAW_SEARCH: &str = "authentication lookup; SELECT id, data, source, cr
     WHERE table_id = '<table>' AND deleted_at IS NULL AND svc_record_text(data, '{name,phone,city}') ~~~ '%amina%' \
     ORDER BY created_at DESC, id DESC LIMIT 51 (the expression of the table's trigram index, the service's leakproof LIKE)";
 pub const RAW_SEARCH_COMMON: &str = "as the row above, with '%oma%' (300,000 matches)";
-pub const RAW_CREATE: &str = "authentication lookup; INSERT INTO data_records (id, tenant_id, table_id, data, source, \
-    created_at, updated_at) VALUES (gen_random_uuid(), $1, '<table>', $2::text::jsonb, 'api', now(), now())";
+pub const RAW_CREATE: &str = "authentication lookup; one statement: INSERT INTO data_records (id, tenant_id, table_id, \
+    data, source, created_at, updated_at) VALUES (gen_random_uuid(), $1, '<table>', $2::text::jsonb, 'api', now(), now()) \
+    and its `created` data_record_history row (the changes from jsonb_each of the data), as every create writes them";
 
 /// The second row of 12: the same table, searched.
 static SEARCH_ROW: Workload = Workload {

@@ -55,9 +55,14 @@ impl RawCreates {
         table: Uuid,
         connections: usize,
     ) -> Result<Self> {
+        // the record and its `created` history row, as every create writes them
         let insert = format!(
-            "INSERT INTO data_records (id, tenant_id, table_id, data, source, created_at, updated_at) \
-             VALUES (gen_random_uuid(), $1, '{table}', $2::text::jsonb, 'api', now(), now())"
+            "WITH r AS (INSERT INTO data_records (id, tenant_id, table_id, data, source, created_at, updated_at) \
+             VALUES (gen_random_uuid(), $1, '{table}', $2::text::jsonb, 'api', now(), now()) RETURNING id, data) \
+             INSERT INTO data_record_history (tenant_id, table_id, record_id, action, changes, source, actor, at) \
+             SELECT $1, '{table}', r.id, 'created', (SELECT coalesce(jsonb_object_agg(e.key, \
+             jsonb_build_object('from', NULL, 'to', e.value)), '{{}}') FROM jsonb_each(r.data) e), 'api', \
+             '{{\"kind\": \"api_key\", \"id\": 1, \"name\": \"Bench\", \"user_id\": 1}}'::jsonb, now() FROM r"
         );
         let mut conns = Vec::with_capacity(connections);
         for _ in 0..connections {
