@@ -302,7 +302,6 @@ impl Worker {
              WHERE state = 'running' AND locked_until < $1 AND attempts >= max_attempts",
         )
         .bind::<Timestamptz, _>(now)
-        .prepared()
         .execute(&mut conn)
         .await?;
         // A running job whose lease ran out belongs to a worker that died: take it again.
@@ -322,7 +321,7 @@ impl Worker {
         .bind::<Timestamptz, _>(now + inner.config.lease)
         .bind::<Timestamptz, _>(now)
         .bind::<BigInt, _>(limit as i64)
-        .prepared()
+        // not kept prepared: a plan made for any `now` would not know that few jobs are due
         .get_results(&mut conn)
         .await?;
         Ok(claimed)
