@@ -562,16 +562,17 @@ impl Report {
                 _ => {}
             }
         }
-        out.push_str("\nTargets: single-row writes (2, 4 per request) API/raw ≥ 0.7, reads (1, 3) ≥ 0.4; ");
+        out.push_str("\nTargets (issue 2, raised by issue 24): GET /me (1) API/raw ≥ 0.8; contact create (2) and ");
         let _ = writeln!(
             out,
-            "p99 < {P99_LIMIT_MS} ms at {CONNECTIONS} connections; gateway RSS < {RSS_LIMIT_MB} MB. \
-             SMS send (6): API/raw ≥ 0.5, p99 < 25 ms. Campaign (7): 100,000 contacts all sent in < 30 s, \
-             gateway RSS < 200 MB. Webhooks (8): API/raw ≥ 0.8, at least 1,000 deliveries/s. \
-             Lead upsert (9): API/raw ≥ 0.5, p99 < 30 ms. Product batch (10): every 5,000-product batch \
-             completed in < 5 s, API/raw ≥ 0.3. Orders (11): API/raw ≥ 0.5, p99 < 30 ms. Data table pages \
-             (12, filtered and sorted, and searched): API/raw ≥ 0.5, p99 < 50 ms. Data record creates (13): \
-             API/raw ≥ 0.5.\n"
+            "batch (4) ≥ 0.7, search (3) ≥ 0.4 with p99 < 30 ms; p99 < {P99_LIMIT_MS} ms at {CONNECTIONS} \
+             connections; gateway RSS < {RSS_LIMIT_MB} MB. SMS send (6): API/raw ≥ 0.6, p99 < 25 ms. Campaign \
+             (7): 100,000 contacts all sent in < 10 s, gateway RSS < 200 MB. Webhooks (8): API/raw ≥ 0.8 (issue \
+             24: 0.5 on the way), at least 8,000 deliveries/s. Lead upsert (9): API/raw ≥ 0.6, p99 < 30 ms. \
+             Product batch (10): every 5,000-product batch completed in < 5 s, the median in < 0.25 s, API/raw \
+             ≥ 0.6. Orders (11): API/raw ≥ 0.6, p99 < 30 ms. Data table pages (12, filtered and sorted, and \
+             searched for a rare and a common term): API/raw ≥ 0.5, p99 < 50 ms; the rare term's search at \
+             least 300 pages/s. Data record creates (13): API/raw ≥ 0.6.\n"
         );
         for w in &self.workloads {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();
