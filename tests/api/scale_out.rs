@@ -195,13 +195,13 @@ async fn a_key_changed_anywhere_is_refused_on_the_next_request_through_any_gatew
         assert!(Instant::now() < wait, "the gateways never listened");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    for i in 0..2 {
+    for (i, gateway) in gateways.iter().enumerate() {
         for key in [&acme.key, &second] {
             assert_eq!(status(i, "/api/v3/me", key).await, 200);
             assert_eq!(status(i, "/api/v3/contacts", key).await, 200);
         }
-        assert_eq!(auth_cache(&client, &gateways[i], "keys").await, 2);
-        assert!(auth_cache(&client, &gateways[i], "hits").await >= 2, "served from the cache");
+        assert_eq!(auth_cache(&client, gateway, "keys").await, 2);
+        assert!(auth_cache(&client, gateway, "hits").await >= 2, "served from the cache");
     }
 
     // revoked through the admin command: refused through both at once
