@@ -5,8 +5,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use kernel::{Error, TenantId};
 use serde::{Deserialize, Serialize};
-use store::Conn;
 use store::secrets::Keyring;
+use store::{Conn, Prepare};
 
 use crate::schema::{channels, senders, sms_rates};
 
@@ -328,7 +328,10 @@ pub async fn route(conn: &mut Conn, tenant: TenantId, sender_id: Option<&str>) -
             senders::id,
         ))
         .select(senders::value)
-        .first(conn)
+        .limit(1)
+        // the `sql()` order would have diesel prepare it on every send
+        .prepared()
+        .get_result(conn)
         .await
         .optional()?;
     Ok(Some(Route { channel, sender }))

@@ -121,16 +121,18 @@ impl MessagingService {
         // messages never reached the provider), counted, all in one transaction.
         if !stale.is_empty() {
             conn.transaction(async |conn| {
-                let stale: Vec<Message> = diesel::sql_query(
+                let stale: Vec<Message> = diesel::sql_query(format!(
                     "UPDATE messages SET status = $5, error_message = $1, updated_at = $2
-                     WHERE id = ANY($3) AND tenant_id + 0 = $4 AND status = ANY($6) RETURNING *",
-                )
+                     WHERE id = ANY($3) AND tenant_id + 0 = $4 AND status = ANY($6) RETURNING {}",
+                    crate::messages::columns("")
+                ))
                 .bind::<Text, _>(OUTCOME_UNKNOWN)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Array<BigInt>, _>(&stale)
                 .bind::<BigInt, _>(tenant)
                 .bind::<Text, _>(MessageEvent::Refuse.target().as_str())
                 .bind::<Array<Text>, _>(vec![MessageStatus::Processing.as_str()])
+                .prepared()
                 .get_results(conn)
                 .await?;
                 if !stale.is_empty() {
@@ -399,12 +401,13 @@ impl MessagingService {
             let sent: Vec<Message> = if ok_ids.is_empty() {
                 Vec::new()
             } else {
-                diesel::sql_query(
+                diesel::sql_query(format!(
                     "UPDATE messages m SET status = $7, gateway_message_id = v.gid, provider_cost = v.cost,
                         sent_at = $4, updated_at = $4
                  FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
-                 WHERE m.id = v.id AND m.tenant_id + 0 = $6 AND m.status = ANY($5) RETURNING m.*",
-                )
+                 WHERE m.id = v.id AND m.tenant_id + 0 = $6 AND m.status = ANY($5) RETURNING {}",
+                    crate::messages::columns("m.")
+                ))
                 .bind::<Array<BigInt>, _>(&ok_ids)
                 .bind::<Array<Text>, _>(&gids)
                 .bind::<Array<Nullable<Text>>, _>(&costs)
@@ -412,23 +415,26 @@ impl MessagingService {
                 .bind::<Array<Text>, _>(MessageEvent::Accept.sources())
                 .bind::<BigInt, _>(tenant)
                 .bind::<Text, _>(MessageEvent::Accept.target().as_str())
+                .prepared()
                 .get_results(conn)
                 .await?
             };
             let failed: Vec<Message> = if bad_ids.is_empty() {
                 Vec::new()
             } else {
-                diesel::sql_query(
+                diesel::sql_query(format!(
                     "UPDATE messages m SET status = $6, error_message = v.reason, updated_at = $3
                  FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
-                 WHERE m.id = v.id AND m.tenant_id + 0 = $5 AND m.status = ANY($4) RETURNING m.*",
-                )
+                 WHERE m.id = v.id AND m.tenant_id + 0 = $5 AND m.status = ANY($4) RETURNING {}",
+                    crate::messages::columns("m.")
+                ))
                 .bind::<Array<BigInt>, _>(&bad_ids)
                 .bind::<Array<Text>, _>(&reasons)
                 .bind::<Timestamptz, _>(now)
                 .bind::<Array<Text>, _>(MessageEvent::Refuse.sources())
                 .bind::<BigInt, _>(tenant)
                 .bind::<Text, _>(MessageEvent::Refuse.target().as_str())
+                .prepared()
                 .get_results(conn)
                 .await?
             };
@@ -547,20 +553,22 @@ async fn claim(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(diesel::sql_query(
+    Ok(diesel::sql_query(format!(
         "UPDATE messages SET status = $6, updated_at = $2, claimed_by = $4
          WHERE (id, tenant_id) IN (
              SELECT id, tenant_id FROM messages
              WHERE id = ANY($1) AND tenant_id + 0 = $5 AND status = ANY($3) FOR UPDATE SKIP LOCKED
          )
-         RETURNING *",
-    )
+         RETURNING {}",
+        crate::messages::columns("")
+    ))
     .bind::<Array<BigInt>, _>(ids)
     .bind::<Timestamptz, _>(now)
     .bind::<Array<Text>, _>(MessageEvent::Claim.sources())
     .bind::<Nullable<diesel::sql_types::Uuid>, _>(process)
     .bind::<BigInt, _>(tenant)
     .bind::<Text, _>(MessageEvent::Claim.target().as_str())
+    .prepared()
     .get_results(conn)
     .await?)
 }

@@ -230,3 +230,41 @@ impl crate::MessagingService {
         crate::channels::usable_senders(&mut conn, caller.tenant_id).await
     }
 }
+
+/// A message's columns, each prefixed with `alias` (`"m."` or `""`): what a statement returning
+/// whole messages names, rather than `*`, so that it can be kept prepared
+/// (`store::Prepare`) and a migration adding a column does not change its result.
+pub(crate) fn columns(alias: &str) -> String {
+    const COLUMNS: [&str; 29] = [
+        "id",
+        "uid",
+        "tenant_id",
+        "direction",
+        "channel_type",
+        "tenant_channel_id",
+        "channel_code",
+        "sender",
+        "recipient",
+        "body",
+        "status",
+        "media_url",
+        "media_type",
+        "gateway_message_id",
+        "error_message",
+        "metadata",
+        "template_params",
+        "segments",
+        "encoding",
+        "price_minor",
+        "provider_cost",
+        "campaign_id",
+        "contact_id",
+        "scheduled_at",
+        "created_at",
+        "updated_at",
+        "sent_at",
+        "delivered_at",
+        "read_at",
+    ];
+    COLUMNS.iter().map(|c| format!("{alias}{c}")).collect::<Vec<_>>().join(", ")
+}

@@ -4,6 +4,7 @@
 
 use kernel::state::{Event as _, Status as _};
 use std::sync::Arc;
+use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
@@ -99,26 +100,29 @@ pub(crate) async fn apply(
         .unzip();
     // `tenant_id + 0`: found by the gateway's id, the tenant checked (see `dispatch`).
     conn.transaction(async |conn| {
-        let done: Vec<Message> = diesel::sql_query(
+        let done: Vec<Message> = diesel::sql_query(format!(
             "UPDATE messages SET status = $6, delivered_at = $3, updated_at = $3
              WHERE tenant_channel_id = $1 AND gateway_message_id = ANY($2) AND tenant_id + 0 = $5 AND status = ANY($4)
-             RETURNING *",
-        )
+             RETURNING {}",
+            crate::messages::columns("")
+        ))
         .bind::<BigInt, _>(channel.id)
         .bind::<Array<Text>, _>(&delivered)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::Deliver.sources())
         .bind::<BigInt, _>(channel.tenant_id)
         .bind::<Text, _>(MessageEvent::Deliver.target().as_str())
+        .prepared()
         .get_results(conn)
         .await?;
-        let lost: Vec<Message> = diesel::sql_query(
+        let lost: Vec<Message> = diesel::sql_query(format!(
             "UPDATE messages m SET status = $7, error_message = 'Not delivered: ' || v.reason, updated_at = $4
              FROM unnest($2::text[], $3::text[]) AS v(gid, reason)
              WHERE m.tenant_channel_id = $1 AND m.gateway_message_id = v.gid AND m.tenant_id + 0 = $6
                AND m.status = ANY($5)
-             RETURNING m.*",
-        )
+             RETURNING {}",
+            crate::messages::columns("m.")
+        ))
         .bind::<BigInt, _>(channel.id)
         .bind::<Array<Text>, _>(&failed)
         .bind::<Array<Text>, _>(&reasons)
@@ -126,6 +130,7 @@ pub(crate) async fn apply(
         .bind::<Array<Text>, _>(MessageEvent::DeliveryFail.sources())
         .bind::<BigInt, _>(channel.tenant_id)
         .bind::<Text, _>(MessageEvent::DeliveryFail.target().as_str())
+        .prepared()
         .get_results(conn)
         .await?;
         let changed: Vec<(Message, Delta)> = done
@@ -398,15 +403,17 @@ impl MessagingService {
     pub async fn check_delivery(&self, tenant: TenantId, ids: &[i64]) -> Result<(), Error> {
         let now = self.clock.now();
         let mut conn = self.conn(tenant).await?;
-        let overdue: Vec<Message> = diesel::sql_query(
+        let overdue: Vec<Message> = diesel::sql_query(format!(
             "UPDATE messages SET status = $5, updated_at = $2
-             WHERE id = ANY($1) AND tenant_id + 0 = $4 AND status = ANY($3) RETURNING *",
-        )
+             WHERE id = ANY($1) AND tenant_id + 0 = $4 AND status = ANY($3) RETURNING {}",
+            crate::messages::columns("")
+        ))
         .bind::<Array<BigInt>, _>(ids)
         .bind::<Timestamptz, _>(now)
         .bind::<Array<Text>, _>(MessageEvent::ReceiptOverdue.sources())
         .bind::<BigInt, _>(tenant)
         .bind::<Text, _>(MessageEvent::ReceiptOverdue.target().as_str())
+        .prepared()
         .get_results(&mut conn)
         .await?;
         let mut by_channel: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
