@@ -268,3 +268,20 @@ pub(crate) fn columns(alias: &str) -> String {
     ];
     COLUMNS.iter().map(|c| format!("{alias}{c}")).collect::<Vec<_>>().join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use diesel::prelude::*;
+
+    use crate::schema::messages;
+
+    #[test]
+    fn the_columns_are_the_schemas() {
+        let sql = diesel::debug_query::<diesel::pg::Pg, _>(&messages::table.select(messages::all_columns)).to_string();
+        let listed = &sql["SELECT ".len()..sql.find(" FROM").expect("a FROM")];
+        let names: Vec<&str> =
+            listed.split(", ").map(|c| c.trim_start_matches("\"messages\".").trim_matches('"')).collect();
+        assert_eq!(super::columns(""), names.join(", "));
+        assert!(super::columns("m.").starts_with("m.id, m.uid, "));
+    }
+}
