@@ -46,7 +46,7 @@ pub struct CacheStats {
 
 /// Where a lookup stands: the count of changes when it began.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket(u64);
+struct Ticket(u64);
 
 impl KeyCache {
     /// A cache keeping keys for `ttl`; it holds nothing until [`KeyCache::hear`] says
@@ -62,8 +62,21 @@ impl KeyCache {
         }
     }
 
+    /// The key a Bearer token names: from the cache when it holds it, else looked up (on a
+    /// global-scope connection) and kept.
+    pub async fn key(&self, pool: &store::Pool, token: &str) -> Result<KeyRecord, kernel::Error> {
+        let hash = crate::keys::hash(token);
+        if let Some(key) = self.get(&hash) {
+            return Ok(key);
+        }
+        let ticket = self.ticket();
+        let key = crate::keys::lookup(&mut *store::connect_global(pool).await?, token).await?;
+        self.put(hash, key.clone(), ticket);
+        Ok(key)
+    }
+
     /// The record of the key with this hash, when cached and fresh.
-    pub fn get(&self, hash: &[u8]) -> Option<KeyRecord> {
+    fn get(&self, hash: &[u8]) -> Option<KeyRecord> {
         if !self.listening.load(Ordering::Acquire) {
             return None;
         }
@@ -75,12 +88,12 @@ impl KeyCache {
     }
 
     /// Taken before a lookup, given back to [`KeyCache::put`].
-    pub fn ticket(&self) -> Ticket {
+    fn ticket(&self) -> Ticket {
         Ticket(self.changes.load(Ordering::Acquire))
     }
 
     /// Keeps a looked-up record, unless something changed since its lookup began.
-    pub fn put(&self, hash: Vec<u8>, record: KeyRecord, ticket: Ticket) {
+    fn put(&self, hash: Vec<u8>, record: KeyRecord, ticket: Ticket) {
         if self.ttl.is_zero() || !self.listening.load(Ordering::Acquire) {
             return;
         }

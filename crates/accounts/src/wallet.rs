@@ -5,10 +5,9 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
 use serde::Serialize;
-use store::Prepare;
+use store::{Conn, Prepare};
 
 use crate::schema::{wallet_ledger, wallets};
-use store::Conn;
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize)]
 #[diesel(table_name = wallets)]

@@ -2,13 +2,13 @@
 //! row locks so the last unit goes to one customer only, the movement trail, and `stock.low`.
 
 use std::collections::HashMap;
-use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Date, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Patch, Permission};
 use serde::{Deserialize, Serialize};
+use store::Prepare;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 

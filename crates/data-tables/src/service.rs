@@ -2,13 +2,13 @@
 //! call goes through (contract: Authentication, the data rows).
 
 use std::sync::{Arc, OnceLock};
-use store::Prepare;
 
 use diesel::sql_types::{BigInt, Integer, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::RunQueryDsl;
 use kernel::{Caller, Clock, Error, Permission, Result, TenantId};
 use serde_json::Value;
+use store::Prepare;
 use time::OffsetDateTime;
 use uuid::Uuid;
 

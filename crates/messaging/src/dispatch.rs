@@ -9,7 +9,6 @@
 use kernel::state::{Event as _, Status as _};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
@@ -18,6 +17,7 @@ use futures_util::StreamExt;
 use kernel::{Error, TenantId};
 use providers::{OutboundSms, ReceiptStatus, SendError, SendOutcome};
 use serde::{Deserialize, Serialize};
+use store::Prepare;
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;

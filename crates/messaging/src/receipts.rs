@@ -4,7 +4,6 @@
 
 use kernel::state::{Event as _, Status as _};
 use std::sync::Arc;
-use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Timestamptz};
@@ -13,6 +12,7 @@ use futures_util::StreamExt;
 use kernel::{Error, TenantId};
 use providers::ReceiptStatus;
 use serde::{Deserialize, Serialize};
+use store::Prepare;
 use store::jobs::{Job, JobContext, JobError};
 use time::OffsetDateTime;
 

@@ -7,7 +7,6 @@
 //! visibility), so a stored answer is never shown to someone who could not make the request
 //! now. Keys are scoped by tenant, issuer and operation ([`Request::new`]).
 
-use crate::Prepare;
 use std::future::Future;
 
 use diesel::OptionalExtension;
@@ -19,6 +18,7 @@ use serde_json::Value;
 use time::{Duration, OffsetDateTime};
 
 use crate::Conn;
+use crate::Prepare;
 
 /// How long a stored response is replayed.
 pub const REPLAY_WINDOW: Duration = Duration::hours(24);

@@ -8,7 +8,6 @@
 //! worker lives, and comes back within one lease once its worker died. A handler that panics
 //! is a failed attempt, recorded at once.
 
-use crate::Prepare;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -26,6 +25,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 use uuid::Uuid;
 
+use crate::Prepare;
 use crate::{Conn, Pool};
 
 /// The channel enqueues notify and workers listen on.

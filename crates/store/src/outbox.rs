@@ -1,7 +1,6 @@
 //! The event outbox: domains write events in the same transaction as the change that caused
 //! them (house rule 5); the webhooks fan-out turns them into deliveries.
 
-use crate::Prepare;
 use diesel::sql_types::{BigInt, Jsonb, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use kernel::TenantId;
@@ -9,6 +8,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::Conn;
+use crate::Prepare;
 
 /// Records one event; its id is stable across every delivery, retry and replay.
 pub async fn emit(

@@ -93,19 +93,8 @@ fn admit(req: &HttpRequest, caller: Option<Caller>) -> Result<Caller, Error> {
 async fn authenticate(req: &HttpRequest) -> Result<Caller, Error> {
     let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| Error::internal("no app state"))?;
     let token = bearer(req)?;
-    let hash = accounts::keys::hash(token);
-    let key = match state.keys.get(&hash) {
-        Some(key) => key,
-        None => {
-            let ticket = state.keys.ticket();
-            let mut conn = store::connect_global(&state.pool).await?;
-            let key = accounts::keys::lookup(&mut conn, token).await?;
-            state.keys.put(hash.clone(), key.clone(), ticket);
-            key
-        }
-    };
-    let caller = key.caller(state.clock.now())?;
-    let decision = state.limiter.check(&hash, &state.clock).await?;
+    let caller = state.keys.key(&state.pool, token).await?.caller(state.clock.now())?;
+    let decision = state.limiter.check(&accounts::keys::hash(token), &state.clock).await?;
     req.extensions_mut().insert(RateInfo(decision));
     if !decision.allowed {
         return Err(Error::new(

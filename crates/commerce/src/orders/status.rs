@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use store::Prepare;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Page, PageRequest, Patch, Permission, TenantId};
 use serde::{Deserialize, Serialize};
+use store::Prepare;
 use store::jobs::{Job, JobContext, JobError};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;

@@ -3,7 +3,6 @@
 //! history entry together; a unique key taken by another record is a 409 naming the field.
 
 use std::collections::BTreeMap;
-use store::Prepare;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
@@ -11,6 +10,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::error::FieldErrors;
 use kernel::{Caller, Error, Result};
 use serde_json::{Map, Value, json};
+use store::Prepare;
 use uuid::Uuid;
 
 use super::{ROW_COLUMNS, Record, Row};
