@@ -110,7 +110,8 @@ struct Claimed {
     occurred_at: OffsetDateTime,
 }
 
-/// An attempt that ended, or (`outcome: None`) one given back unmade at shutdown.
+/// An attempt that ended, or (`outcome: None`) one given back unmade: at shutdown, or when the
+/// answers seen here take its receiver to the pause.
 #[derive(Debug)]
 struct Finished {
     id: Uuid,
@@ -123,15 +124,46 @@ struct Finished {
     outcome: Option<Outcome>,
 }
 
+impl Finished {
+    fn unmade(claimed: &Claimed, at: OffsetDateTime) -> Self {
+        Self {
+            id: claimed.id,
+            webhook_id: claimed.webhook_id,
+            event: claimed.event.clone(),
+            attempt: claimed.attempts,
+            failures_before: claimed.consecutive_failures,
+            at,
+            outcome: None,
+        }
+    }
+}
+
 /// Claimed deliveries per process, as a multiple of the attempts in flight: the claim query and
 /// the recording are paid once per batch, and the next batch is claimed while attempts run.
 const PREFETCH: usize = 4;
 
-/// A receiver's share of this process: its claimed, unrecorded deliveries, and the permits that
-/// bound its attempts in flight.
+/// A receiver's share of this process: its claimed, unrecorded deliveries, the permits that
+/// bound its attempts in flight, and its run of failures as known here (the stored count at the
+/// claim, moved by each answer as it arrives), so that no attempt starts that could take it past
+/// the pause before the answers are recorded.
 struct Gate {
     permits: Arc<Semaphore>,
     claimed: usize,
+    streak: i32,
+    in_flight: i32,
+    /// An answer has moved `streak` here.
+    answered: bool,
+    /// Told when one of its attempts ends.
+    ended: Arc<Notify>,
+}
+
+/// Whether a claimed delivery's attempt may start now.
+enum Admission {
+    Go,
+    /// Not until an attempt in flight ends.
+    Wait(tokio::sync::futures::OwnedNotified),
+    /// Its receiver's answers reached the pause: given back, to be held with the others.
+    GiveBack,
 }
 
 /// Runs deliveries as a pipeline: claim batches ahead, attempt with bounded concurrency (per
@@ -167,21 +199,58 @@ impl Deliverer {
         self.service.config.per_receiver * PREFETCH
     }
 
-    /// Receivers that have claimed their share here.
-    fn saturated(&self) -> Vec<i64> {
-        let share = self.receiver_share();
+    /// The receivers with claims held here, and how many each holds.
+    fn held_here(&self) -> (Vec<i64>, Vec<i32>) {
         let gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
-        gates.iter().filter(|(_, gate)| gate.claimed >= share).map(|(id, _)| *id).collect()
+        gates.iter().map(|(id, gate)| (*id, i32::try_from(gate.claimed).unwrap_or(i32::MAX))).unzip()
     }
 
-    fn gate(&self, webhook: i64) -> Arc<Semaphore> {
+    fn gate(&self, claimed: &Claimed) -> Arc<Semaphore> {
         let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
         let per_receiver = self.service.config.per_receiver;
-        let gate = gates
-            .entry(webhook)
-            .or_insert_with(|| Gate { permits: Arc::new(Semaphore::new(per_receiver)), claimed: 0 });
+        let gate = gates.entry(claimed.webhook_id).or_insert_with(|| Gate {
+            permits: Arc::new(Semaphore::new(per_receiver)),
+            claimed: 0,
+            streak: 0,
+            in_flight: 0,
+            answered: false,
+            ended: Arc::new(Notify::new()),
+        });
         gate.claimed += 1;
+        // another process's failures count too; answers not yet recorded are only known here
+        gate.streak = gate.streak.max(claimed.consecutive_failures);
         gate.permits.clone()
+    }
+
+    /// At most the attempts that would reach the pause if every one failed are in flight for a
+    /// receiver; once its answers here reached it, the rest are given back. A receiver whose
+    /// stored count is at the pause already (before any answer here) has one attempt at a time,
+    /// whose failure has the recording pause it.
+    fn admit(&self, webhook: i64) -> Admission {
+        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(gate) = gates.get_mut(&webhook) else { return Admission::Go };
+        let ok = gate.streak + gate.in_flight < self.service.config.pause_after;
+        if ok || (gate.in_flight == 0 && !gate.answered) {
+            gate.in_flight += 1;
+            Admission::Go
+        } else if gate.in_flight > 0 {
+            // made now, under the lock, so that the end it waits for cannot slip by
+            Admission::Wait(gate.ended.clone().notified_owned())
+        } else {
+            Admission::GiveBack
+        }
+    }
+
+    /// Counts an attempt's answer into its receiver's run of failures.
+    fn answered(&self, finished: &Finished) {
+        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(gate) = gates.get_mut(&finished.webhook_id) else { return };
+        gate.in_flight -= 1;
+        if let Some(outcome) = &finished.outcome {
+            gate.answered = true;
+            gate.streak = if outcome.succeeded() { 0 } else { gate.streak + 1 };
+        }
+        gate.ended.notify_waiters();
     }
 
     fn ungate(&self, webhook: i64) {
@@ -194,21 +263,29 @@ impl Deliverer {
         }
     }
 
-    /// Claims up to `limit` due deliveries, oldest first: at most a receiver's share of any one
-    /// receiver (fewer when its failures near the pause, so a pause lands at fifty), and none of
-    /// a receiver that has its share here already.
+    /// Claims up to `limit` due deliveries, counting what each receiver holds here already: up
+    /// to its share, and for a failing receiver no more than would reach the pause if every one
+    /// failed (one at a time once it is that close). A healthy receiver's claims may reach past
+    /// the pause: `admit` lets no attempt start that could pass it, so a pause lands at fifty.
+    ///
+    /// Every step finds its rows by key or through the index of due rows, and the due rows are
+    /// taken as that index or the table gives them (in due order, or nearly), not sorted: the
+    /// queue's statistics always lag a burst (a fan-out of thousands looks like a handful to the
+    /// planner), and a sort would read the whole backlog on every claim.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, Error> {
         let config = &self.service.config;
         let mut conn = self.service.system_conn().await?;
         while self.screen(&mut conn).await? == SCREEN_BATCH {}
         let now = self.service.clock.now();
         let pending = DeliveryState::Pending.sql();
+        let (held_by, held) = self.held_here();
         let claimed = diesel::sql_query(format!(
             "WITH candidates AS (
+                 -- due rows are pending ones (webhook_deliveries_due_when_pending)
                  SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries
-                 WHERE state = {pending} AND next_attempt_at <= $1
-                   AND (locked_until IS NULL OR locked_until < $1) AND webhook_id <> ALL ($2)
-                 ORDER BY next_attempt_at LIMIT $3 * 2
+                 WHERE next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until < $1)
+                   AND webhook_id <> ALL (ARRAY(SELECT h FROM unnest($2::bigint[], $8::int[]) AS s (h, n) WHERE n >= $4))
+                 LIMIT $3 * 2
              ), capped AS (
                  -- a failing receiver gets no more than the attempts that would pause it
                  SELECT c.id FROM (
@@ -216,27 +293,33 @@ impl Deliverer {
                             row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n
                      FROM candidates) c
                  JOIN webhooks w ON w.id = c.webhook_id
-                 WHERE c.n <= LEAST($4, GREATEST($7 - w.consecutive_failures, 1))
+                 LEFT JOIN unnest($2::bigint[], $8::int[]) AS h (webhook_id, held) ON h.webhook_id = c.webhook_id
+                 WHERE c.n <= CASE WHEN w.consecutive_failures = 0 THEN $4
+                                   ELSE LEAST($4, GREATEST($7 - w.consecutive_failures, 1)) END
+                              - COALESCE(h.held, 0)
                  ORDER BY c.next_attempt_at LIMIT $3
              ), locked AS (
-                 SELECT d.id FROM webhook_deliveries d JOIN capped USING (id)
-                 WHERE d.state = {pending} AND (d.locked_until IS NULL OR d.locked_until < $1)
+                 SELECT d.id FROM webhook_deliveries d
+                 WHERE d.id = ANY (ARRAY(SELECT id FROM capped))
+                   AND d.state = {pending} AND (d.locked_until IS NULL OR d.locked_until < $1)
                  FOR UPDATE OF d SKIP LOCKED
+             ), claimed AS (
+                 UPDATE webhook_deliveries d
+                 SET attempts = d.attempts + 1, locked_by = $5, locked_until = $6, updated_at = $1
+                 WHERE d.id = ANY (ARRAY(SELECT id FROM locked))
+                 RETURNING d.id, d.tenant_id, d.webhook_id, d.event_id, d.event, d.attempts
              )
-             UPDATE webhook_deliveries d
-             SET attempts = d.attempts + 1, locked_by = $5, locked_until = $6, updated_at = $1
-             FROM locked l, webhooks w
-             WHERE d.id = l.id AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-             RETURNING d.id, d.tenant_id, d.webhook_id, d.event_id, d.event, d.attempts, w.url, w.secret,
-                       w.headers, w.url_changed_at, w.consecutive_failures",
+             SELECT c.*, w.url, w.secret, w.headers, w.url_changed_at, w.consecutive_failures
+             FROM claimed c JOIN webhooks w ON w.tenant_id = c.tenant_id AND w.id = c.webhook_id",
         ))
         .bind::<Timestamptz, _>(now)
-        .bind::<Array<BigInt>, _>(self.saturated())
+        .bind::<Array<BigInt>, _>(held_by)
         .bind::<BigInt, _>(limit as i64)
         .bind::<BigInt, _>(self.receiver_share() as i64)
         .bind::<SqlUuid, _>(self.id)
         .bind::<Timestamptz, _>(now + config.lease)
         .bind::<Integer, _>(config.pause_after)
+        .bind::<Array<Integer>, _>(held)
         .get_results::<ClaimedRow>(&mut conn)
         .await?;
         let keys: Vec<(TenantId, Uuid)> = claimed.iter().map(|c| (TenantId(c.tenant_id), c.event_id)).collect();
@@ -344,28 +427,31 @@ impl Deliverer {
 
     /// Starts the attempt of one claimed delivery; its end goes to `done`.
     fn start(self: &Arc<Self>, claimed: Claimed, done: mpsc::UnboundedSender<Finished>) {
-        let gate = self.gate(claimed.webhook_id);
+        let gate = self.gate(&claimed);
         let this = self.clone();
         tokio::spawn(async move {
             // the receiver's permit first: a delivery waiting for a slow receiver holds no slot
             let _mine = gate.acquire_owned().await;
-            let _slot = this.slots.clone().acquire_owned().await;
-            let _ = done.send(this.attempt(claimed).await);
+            let finished = loop {
+                match this.admit(claimed.webhook_id) {
+                    Admission::Go => {
+                        let _slot = this.slots.clone().acquire_owned().await;
+                        let finished = this.attempt(claimed).await;
+                        this.answered(&finished);
+                        break finished;
+                    }
+                    Admission::Wait(ended) => ended.await,
+                    Admission::GiveBack => break Finished::unmade(&claimed, this.service.clock.now()),
+                }
+            };
+            let _ = done.send(finished);
         });
     }
 
     async fn attempt(&self, claimed: Claimed) -> Finished {
         let service = &self.service;
         let at = service.clock.now();
-        let mut finished = Finished {
-            id: claimed.id,
-            webhook_id: claimed.webhook_id,
-            event: claimed.event.clone(),
-            attempt: claimed.attempts,
-            failures_before: claimed.consecutive_failures,
-            at,
-            outcome: None,
-        };
+        let mut finished = Finished::unmade(&claimed, at);
         if AtomicBool::load(&self.stopping, Ordering::Relaxed) {
             return finished;
         }
@@ -396,17 +482,18 @@ impl Deliverer {
     }
 
     /// Records what a batch of attempts came to, in one transaction: the attempts' log, each
-    /// delivery's next state, the receivers' failure counts, and any pause they cause. Claims
-    /// given back unmade are released.
+    /// delivery's next state, the receivers' failure counts, any pause they cause, and the
+    /// release of claims given back unmade (held with the rest when their receiver pauses).
     ///
     /// While the database is away the batch waits here, still held (so renewed once renewals
     /// get through), and is written as soon as it is back; only after a lease does it give up,
     /// and the deliveries come back with their claims.
     async fn record(&self, finished: Vec<Finished>) -> Result<(), Error> {
+        let written = store::persist(self.service.config.lease.unsigned_abs(), || self.write(&finished)).await;
+        // only now: until the answers are stored, the next claim must count them as held here
         for done in &finished {
             self.ungate(done.webhook_id);
         }
-        let written = store::persist(self.service.config.lease.unsigned_abs(), || self.write(&finished)).await;
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         for done in &finished {
             held.remove(&done.id);
@@ -418,12 +505,7 @@ impl Deliverer {
         let (finished, unmade): (Vec<&Finished>, Vec<&Finished>) = finished.iter().partition(|f| f.outcome.is_some());
         let service = &self.service;
         let mut conn = service.system_conn().await?;
-        if !unmade.is_empty() {
-            release(&mut conn, self.id, unmade.iter().map(|f| f.id).collect()).await?;
-        }
-        if finished.is_empty() {
-            return Ok(());
-        }
+        let unmade: Vec<Uuid> = unmade.iter().map(|f| f.id).collect();
         let now = service.clock.now();
         let mut deliveries = Rows::default();
         // per receiver, in the order the attempts ended
@@ -458,15 +540,20 @@ impl Deliverer {
         let me = self.id;
         let pause_after = service.config.pause_after;
         // The common case, successes of healthy receivers, is one statement: atomic as it is.
-        if counts.is_empty() {
+        if counts.is_empty() && unmade.is_empty() {
             return deliveries.write(&mut conn, me, now).await;
         }
         conn.transaction::<_, Error, _>(async |conn| {
-            for webhook in count_failures(conn, &counts, pause_after, now).await? {
+            let to_pause =
+                if counts.is_empty() { Vec::new() } else { count_failures(conn, &counts, pause_after, now).await? };
+            for webhook in to_pause {
                 let last = counts.iter().find(|c| c.webhook == webhook).and_then(|c| c.last_failure.as_deref());
                 pause(conn, webhook, last.unwrap_or("no answer"), now).await?;
             }
-            deliveries.write(conn, me, now).await
+            if !deliveries.ids.is_empty() {
+                deliveries.write(conn, me, now).await?;
+            }
+            release(conn, me, unmade).await
         })
         .await
     }
@@ -495,7 +582,7 @@ impl Deliverer {
     }
 
     /// Runs until `shutdown` turns true. Claims a batch whenever fewer than half the prefetch
-    /// are claimed and unrecorded; wakes on the fan-out's notifications (when `listen_url` is
+    /// are claimed and unrecorded, again at once while claims find deliveries; wakes on the fan-out's notifications (when `listen_url` is
     /// given), on recorded batches, or by polling. A recorder task writes what attempts came to,
     /// batch by batch, while the next attempts run. At shutdown, attempts under way finish
     /// (within `shutdown_grace`) and are recorded, and claims not yet attempted are released.
@@ -515,7 +602,8 @@ impl Deliverer {
                 let room = prefetch - claimed_now;
                 match self.claim(room).await {
                     Ok(claimed) => {
-                        more = claimed.len() == room;
+                        // more may be due: a claim stops at each receiver's cap
+                        more = !claimed.is_empty();
                         outstanding.fetch_add(claimed.len(), Ordering::AcqRel);
                         for c in claimed {
                             self.start(c, done.clone());
@@ -524,9 +612,12 @@ impl Deliverer {
                     Err(error) => tracing::error!(%error, "claiming webhook deliveries failed"),
                 }
             }
+            if more {
+                continue;
+            }
             tokio::select! {
                 _ = wake.notified() => {}
-                _ = tokio::time::sleep(config.poll_interval), if !more => {}
+                _ = tokio::time::sleep(config.poll_interval) => {}
                 changed = shutdown.changed() => {
                     if changed.is_err() {
                         break;
@@ -575,6 +666,9 @@ impl Deliverer {
 
 /// Gives claims back unmade: due again at once, the claim not counted as an attempt.
 async fn release(conn: &mut store::Conn, me: Uuid, ids: Vec<Uuid>) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
     diesel::sql_query(
         "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL, attempts = attempts - 1
          WHERE id = ANY ($1) AND locked_by = $2",
@@ -590,6 +684,7 @@ async fn release(conn: &mut store::Conn, me: Uuid, ids: Vec<Uuid>) -> Result<(),
 #[derive(Default)]
 struct Rows {
     ids: Vec<Uuid>,
+    webhooks: Vec<i64>,
     states: Vec<&'static str>,
     next_at: Vec<Option<OffsetDateTime>>,
     numbers: Vec<i32>,
@@ -603,6 +698,7 @@ struct Rows {
 impl Rows {
     fn push(&mut self, done: &Finished, outcome: &Outcome, state: DeliveryState, next_at: Option<OffsetDateTime>) {
         self.ids.push(done.id);
+        self.webhooks.push(done.webhook_id);
         self.states.push(state.as_str());
         self.next_at.push(next_at);
         self.numbers.push(done.attempt);
@@ -618,22 +714,27 @@ impl Rows {
     async fn write(self, conn: &mut store::Conn, me: Uuid, now: OffsetDateTime) -> Result<(), Error> {
         diesel::sql_query(
             "WITH r AS (
-                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::int[], $5::timestamptz[],
-                                      $6::int[], $7::int[], $8::text[], $9::text[])
-                     AS r (id, state, next_at, number, at, status, duration_ms, error, excerpt)
+                 SELECT * FROM unnest($1::uuid[], $14::bigint[], $2::text[], $3::timestamptz[], $4::int[],
+                                      $5::timestamptz[], $6::int[], $7::int[], $8::text[], $9::text[])
+                     AS r (id, webhook_id, state, next_at, number, at, status, duration_ms, error, excerpt)
+             ), paused AS (
+                 SELECT id FROM webhooks WHERE id = ANY ($14) AND paused_at IS NOT NULL
              ), moved AS (
+                 -- the rows by key alone (see `claim`)
                  UPDATE webhook_deliveries d
-                 SET state = CASE WHEN r.state = $12 AND w.paused_at IS NOT NULL THEN $13 ELSE r.state END,
-                     next_attempt_at = CASE WHEN w.paused_at IS NULL THEN r.next_at END,
+                 SET state = CASE WHEN r.state = $12 AND r.webhook_id IN (SELECT id FROM paused) THEN $13
+                                  ELSE r.state END,
+                     next_attempt_at = CASE WHEN r.webhook_id IN (SELECT id FROM paused) THEN NULL ELSE r.next_at END,
                      locked_by = NULL, locked_until = NULL, last_status = r.status,
                      last_error = r.error, updated_at = $11
-                 FROM r, webhooks w
-                 WHERE d.id = r.id AND d.locked_by = $10 AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+                 FROM r
+                 WHERE d.id = ANY ($1) AND d.id = r.id AND d.locked_by = $10
              )
+             -- the attempts of deliveries that still exist (a receiver deleted meanwhile took its own)
              INSERT INTO webhook_attempts (tenant_id, delivery_id, number, attempted_at, status, duration_ms, error,
                                            response_excerpt)
              SELECT d.tenant_id, r.id, r.number, r.at, r.status, r.duration_ms, r.error, r.excerpt
-             FROM r JOIN webhook_deliveries d ON d.id = r.id
+             FROM r JOIN webhook_deliveries d ON d.id = ANY ($1) AND d.id = r.id
              ON CONFLICT (delivery_id, number, tenant_id) DO NOTHING",
         )
         .bind::<Array<SqlUuid>, _>(self.ids)
@@ -649,6 +750,7 @@ impl Rows {
         .bind::<Timestamptz, _>(now)
         .bind::<Text, _>(DeliveryState::Pending.as_str())
         .bind::<Text, _>(DeliveryEvent::Hold.target().as_str())
+        .bind::<Array<BigInt>, _>(self.webhooks)
         .execute(conn)
         .await?;
         Ok(())
@@ -799,8 +901,8 @@ pub fn samples() -> Vec<(&'static str, Value)> {
     vec![("webhook.paused", paused_payload(17, "https://hooks.example.com/duka", &events, at, 50, reason))]
 }
 
-/// What `/metrics` shows of the deliveries waiting (read through the partial index of pending
-/// rows, so its cost follows the backlog, not the log).
+/// What `/metrics` shows of the deliveries waiting (read through the index of due rows, so its
+/// cost follows the backlog, not the log).
 #[derive(Debug, Clone, Default, diesel::QueryableByName)]
 pub struct Backlog {
     #[diesel(sql_type = BigInt)]
@@ -811,13 +913,13 @@ pub struct Backlog {
 }
 
 pub async fn backlog(conn: &mut store::Conn, now: OffsetDateTime) -> Result<Backlog, Error> {
-    let pending = DeliveryState::Pending.sql();
-    Ok(diesel::sql_query(format!(
+    // pending rows are those with a next attempt (webhook_deliveries_due_when_pending)
+    Ok(diesel::sql_query(
         "SELECT count(*) AS pending,
                 COALESCE(EXTRACT(EPOCH FROM $1 - min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1)), 0)::float8
                     AS oldest_due_age_seconds
-         FROM webhook_deliveries WHERE state = {pending}"
-    ))
+         FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+    )
     .bind::<Timestamptz, _>(now)
     .get_result(conn)
     .await?)

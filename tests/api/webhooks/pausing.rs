@@ -320,8 +320,10 @@ async fn recover_needs_an_rfc3339_since() {
 #[actix_web::test]
 async fn a_burst_of_failures_pauses_at_fifty_and_holds_the_rest() {
     // Proves a failing receiver is not given more attempts than would pause it: sixty events
-    // queued at once meet a receiver that is down, and exactly fifty attempts are made before
-    // the pause; the other ten wait, held, with no attempt.
+    // queued at once meet a receiver that is down. It has no failures yet, so one claim takes
+    // all sixty; exactly fifty attempts are made before the pause (the answers counted as they
+    // arrive, before they are recorded), and the other ten are given back and wait, held, with
+    // no attempt.
     let app = api_tests::spawn().await;
     let acme = app.account(MANAGER).await;
     let down = Receiver::answering(503).await;
