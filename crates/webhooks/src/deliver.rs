@@ -15,6 +15,7 @@ use diesel::sql_types::{Array, BigInt, Bool, Integer, Jsonb, Nullable, Text, Tim
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Error, TenantId};
 use serde_json::{Value, json};
+use store::Prepare;
 use time::OffsetDateTime;
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use uuid::Uuid;
@@ -751,6 +752,7 @@ impl Rows {
         .bind::<Text, _>(DeliveryState::Pending.as_str())
         .bind::<Text, _>(DeliveryEvent::Hold.target().as_str())
         .bind::<Array<BigInt>, _>(self.webhooks)
+        .prepared()
         .execute(conn)
         .await?;
         Ok(())
