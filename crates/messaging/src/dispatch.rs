@@ -63,6 +63,13 @@ pub struct Later {
     pub at: OffsetDateTime,
 }
 
+/// The position of a message in the statement's array of ids (`$1`), for updates that give each
+/// row its own values: rows are found by key (`m.id = ANY($1)`) and their values read by
+/// position rather than by joining the arrays, because a join is planned from the table's
+/// statistics, and those lag a burst (a campaign filling a fresh table): the planner then loops
+/// over the arrays once per row (a 500-row update took 1.5 s; docs/benchmarks.md, "Issue 24").
+pub(crate) const BY_POSITION: &str = "array_position($1::bigint[], m.id)";
+
 /// How long messages of a disabled channel wait before looking again.
 const DISABLED_RETRY: Duration = Duration::minutes(1);
 
@@ -401,11 +408,11 @@ impl MessagingService {
             let sent: Vec<Message> = if ok_ids.is_empty() {
                 Vec::new()
             } else {
+                // each row's values by its position in the arrays (see `BY_POSITION`)
                 diesel::sql_query(format!(
-                    "UPDATE messages m SET status = $7, gateway_message_id = v.gid, provider_cost = v.cost,
-                        sent_at = $4, updated_at = $4
-                 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, gid, cost)
-                 WHERE m.id = v.id AND m.tenant_id + 0 = $6 AND m.status = ANY($5) RETURNING {}",
+                    "UPDATE messages m SET status = $7, gateway_message_id = ($2::text[])[{BY_POSITION}],
+                        provider_cost = ($3::text[])[{BY_POSITION}], sent_at = $4, updated_at = $4
+                 WHERE m.id = ANY($1) AND m.tenant_id + 0 = $6 AND m.status = ANY($5) RETURNING {}",
                     crate::messages::columns("m.")
                 ))
                 .bind::<Array<BigInt>, _>(&ok_ids)
@@ -423,9 +430,8 @@ impl MessagingService {
                 Vec::new()
             } else {
                 diesel::sql_query(format!(
-                    "UPDATE messages m SET status = $6, error_message = v.reason, updated_at = $3
-                 FROM unnest($1::bigint[], $2::text[]) AS v(id, reason)
-                 WHERE m.id = v.id AND m.tenant_id + 0 = $5 AND m.status = ANY($4) RETURNING {}",
+                    "UPDATE messages m SET status = $6, error_message = ($2::text[])[{BY_POSITION}], updated_at = $3
+                 WHERE m.id = ANY($1) AND m.tenant_id + 0 = $5 AND m.status = ANY($4) RETURNING {}",
                     crate::messages::columns("m.")
                 ))
                 .bind::<Array<BigInt>, _>(&bad_ids)
@@ -446,11 +452,6 @@ impl MessagingService {
                 .map(|m| (m, Delta::Sent))
                 .chain(failed.into_iter().map(|m| (m, Delta::Failed)))
                 .collect();
-            // The campaign row before the wallet row, in the order a campaign's dispatch step
-            // and its cancellation take them, so that these never deadlock.
-            settle(conn, &changed, now).await?;
-            let note = format!("Refund of {refunded} message(s) the provider did not take");
-            accounts::wallet::refund(conn, tenant, refund, &note).await?;
             for (after, items) in std::mem::take(&mut receipts) {
                 let job = ApplyReceipts { tenant_id: tenant, channel_id, receipts: items };
                 let run_at = Some(now + std_duration(after));
@@ -468,6 +469,12 @@ impl MessagingService {
                 store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), run_at, ..Default::default() })
                     .await?;
             }
+            // Last, as every send of a campaign waits for its row: the campaign row before the
+            // wallet row, in the order a campaign's dispatch step and its cancellation take
+            // them, so that these never deadlock.
+            settle(conn, &changed, now).await?;
+            let note = format!("Refund of {refunded} message(s) the provider did not take");
+            accounts::wallet::refund(conn, tenant, refund, &note).await?;
             Ok::<_, Error>(changed.into_iter().map(|(m, _)| m).collect())
         })
         .await
@@ -535,7 +542,9 @@ pub(crate) async fn settle(
             Delta::None => {}
         }
     }
-    for ((campaign, tenant), (sent, failed)) in counts {
+    // a receipt that moves no count leaves the campaign row alone: every send of the campaign
+    // waits for that row
+    for ((campaign, tenant), (sent, failed)) in counts.into_iter().filter(|(_, delta)| *delta != (0, 0)) {
         campaigns::count(conn, TenantId(tenant), campaign, sent, failed, now).await?;
     }
     Ok(())
@@ -555,10 +564,10 @@ async fn claim(
     }
     Ok(diesel::sql_query(format!(
         "UPDATE messages SET status = $6, updated_at = $2, claimed_by = $4
-         WHERE (id, tenant_id) IN (
-             SELECT id, tenant_id FROM messages
+         WHERE id = ANY (ARRAY(
+             SELECT id FROM messages
              WHERE id = ANY($1) AND tenant_id + 0 = $5 AND status = ANY($3) FOR UPDATE SKIP LOCKED
-         )
+         )) AND tenant_id + 0 = $5
          RETURNING {}",
         crate::messages::columns("")
     ))
