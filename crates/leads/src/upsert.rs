@@ -419,7 +419,6 @@ impl LeadService {
         actor: &Actor,
         body: UpsertLead,
     ) -> Result<Upserted, Error> {
-        let tenant = accounts::tenants::get(conn, caller.tenant_id).await?;
         let wanted = read(conn, caller.tenant_id, &caller.calling_code, body).await?;
         let mut identities = Vec::new();
         if let Some(phone) = &wanted.phone {
@@ -441,7 +440,7 @@ impl LeadService {
             raced.store(false, std::sync::atomic::Ordering::Relaxed);
             let result = conn
                 .transaction::<_, Error, _>(async |conn| {
-                    self.upsert_in(conn, actor, &tenant, &identities, &wanted, &raced).await
+                    self.upsert_in(conn, actor, caller.tenant_id, &identities, &wanted, &raced).await
                 })
                 .await;
             if !std::sync::atomic::AtomicBool::load(&raced, std::sync::atomic::Ordering::Relaxed) {
@@ -455,12 +454,11 @@ impl LeadService {
         &self,
         conn: &mut store::Conn,
         actor: &Actor,
-        workspace: &accounts::tenants::Tenant,
+        tenant: TenantId,
         identities: &[(&'static str, String)],
         wanted: &Wanted,
         raced: &std::sync::atomic::AtomicBool,
     ) -> Result<Upserted, Error> {
-        let tenant = TenantId(workspace.id);
         let now = self.clock.now();
         let found = matches(conn, tenant, identities).await?;
         let first = found.iter().map(|(_, lead)| *lead).next();
@@ -499,7 +497,8 @@ impl LeadService {
         let mut activities: Vec<Activity> = Vec::new();
         let mut stage_change: Option<(LeadStage, LeadStage)> = None;
 
-        let id = match matched {
+        // the lead as written (RETURNING), for the answer and the events
+        let row = match matched {
             Some(row) => {
                 // the stage: kept unless sent; a won lead moves only through the stage operation
                 if let Some(stage) = wanted.stage
@@ -508,16 +507,17 @@ impl LeadService {
                 {
                     stage_change = Some((from, to));
                 }
-                self.apply(conn, &row, wanted, &mut changes, stage_change, now).await?;
-                row.id
+                self.apply(conn, &row, wanted, &mut changes, stage_change, now).await?
             }
             None => {
                 let stage = LeadStage::start(wanted.stage, wanted.reason.as_deref())?;
-                self.insert(conn, actor, workspace, wanted, stage, now).await?
+                self.insert(conn, actor, tenant, wanted, stage, now).await?
             }
         };
+        let id = row.id;
         // identities this lead did not have yet (one that belongs to another lead stays there)
-        for (kind, value) in identities {
+        let known = |kind: &str| found.iter().any(|(k, lead)| *k == kind && *lead == id);
+        for (kind, value) in identities.iter().filter(|(kind, _)| !known(kind)) {
             let written = diesel::insert_into(lead_identities::table)
                 .values((
                     lead_identities::tenant_id.eq(tenant.0),
@@ -537,7 +537,6 @@ impl LeadService {
         let (added, refused) =
             crate::labels::link(conn, tenant, id, &wanted.labels, actor.may_create_labels, now).await?;
 
-        let row = lead::row(conn, tenant, id).await?;
         let lead =
             lead::views(conn, vec![row], &self.public_url, now).await?.pop().ok_or_else(|| Error::not_found("Lead"))?;
         let none = Map::new;
@@ -582,16 +581,18 @@ impl LeadService {
         &self,
         conn: &mut store::Conn,
         actor: &Actor,
-        workspace: &accounts::tenants::Tenant,
+        tenant: TenantId,
         wanted: &Wanted,
         stage: LeadStage,
         now: OffsetDateTime,
-    ) -> Result<LeadId, Error> {
-        let (tenant, workspace_currency) = (TenantId(workspace.id), workspace.currency.as_str());
+    ) -> Result<Row, Error> {
+        // the workspace's currency is read only when a lead is made (a matched upsert needs none)
+        let workspace = accounts::tenants::get(conn, tenant).await?;
+        let workspace_currency = workspace.currency.as_str();
         let id = LeadId(Uuid::new_v4());
         let t = |field: &str| wanted.text.get(field).cloned();
         let (closed_at, reason) = stage.settle(None, wanted.reason.clone(), now);
-        diesel::insert_into(leads::table)
+        Ok(diesel::insert_into(leads::table)
             .values((
                 leads::id.eq(id),
                 leads::tenant_id.eq(tenant.0),
@@ -622,12 +623,13 @@ impl LeadService {
                 leads::created_at.eq(now),
                 leads::updated_at.eq(now),
             ))
-            .execute(conn)
-            .await?;
-        Ok(id)
+            .returning(Row::as_returning())
+            .get_result(conn)
+            .await?)
     }
 
-    /// Fills and changes the fields sent (never blanking one), and moves the stage.
+    /// Fills and changes the fields sent (never blanking one), and moves the stage; answers the
+    /// lead as written.
     async fn apply(
         &self,
         conn: &mut store::Conn,
@@ -636,7 +638,7 @@ impl LeadService {
         changes: &mut Map<String, Value>,
         stage_change: Option<(LeadStage, LeadStage)>,
         now: OffsetDateTime,
-    ) -> Result<(), Error> {
+    ) -> Result<Row, Error> {
         let current: BTreeMap<&str, &Option<String>> = BTreeMap::from([
             ("name", &row.name),
             ("title", &row.title),
@@ -699,7 +701,7 @@ impl LeadService {
             None => (row.stage, row.closed_at, row.lost_reason.clone()),
         };
         let touched = !changes.is_empty() || stage_change.is_some() || custom_changed;
-        diesel::update(leads::table.filter(leads::id.eq(row.id)))
+        Ok(diesel::update(leads::table.filter(leads::id.eq(row.id)))
             .set((
                 leads::name.eq(keep("name", &row.name)),
                 leads::title.eq(keep("title", &row.title)),
@@ -724,8 +726,8 @@ impl LeadService {
                 leads::updated_at.eq(if touched { now } else { row.updated_at }),
                 leads::last_activity_at.eq(now),
             ))
-            .execute(conn)
-            .await?;
-        Ok(())
+            .returning(Row::as_returning())
+            .get_result(conn)
+            .await?)
     }
 }
