@@ -12,7 +12,8 @@
 //! 1,000,000-record table, filtered and sorted or searched; record creates) their own tables
 //! with the admin CLI (see [`data_tables`]). `--only N` runs workload N alone (and loads no
 //! contacts when it reads none). `--check` compares each API/raw ratio with the committed
-//! ones (see [`baseline`]) and `--save-baseline` writes them.
+//! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
+//! database's time went (see [`explain`]).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
@@ -22,6 +23,7 @@ mod campaign;
 mod commerce;
 mod data;
 mod data_tables;
+mod explain;
 mod load;
 mod report;
 mod sql;
@@ -374,10 +376,12 @@ pub struct Options {
     /// Compare the ratios with the committed baseline (`baseline::BASELINE`).
     pub check: bool,
     pub save_baseline: bool,
+    /// The database's statements and slow plans (`explain`).
+    pub explain: bool,
 }
 
 pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: Options) -> Result<ExitCode> {
-    let Options { quick, only, check, save_baseline } = options;
+    let Options { quick, only, check, save_baseline, explain } = options;
     let workloads: Vec<&'static Workload> = WORKLOADS.iter().filter(|w| only.is_none_or(|n| w.number == n)).collect();
     if workloads.is_empty() {
         let numbers: Vec<String> = WORKLOADS.iter().map(|w| w.number.to_string()).collect();
@@ -404,6 +408,9 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         if save_baseline {
             release.arg("--save-baseline");
         }
+        if explain {
+            release.arg("--explain");
+        }
         return Ok(crate::process::exit_code(interrupts.run(&mut release).await?));
     }
     // Ours, beside those of `interrupts`, to end the phases that wait on no child process.
@@ -420,7 +427,8 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
     let cluster = StopOnExit(Cluster::new(&server, &workspace.target.join("bench-postgres"))?);
     let mut cluster = cluster.wiped()?;
     cluster.0.init()?;
-    cluster.0.start(pg::free_port()?, SETTINGS)?;
+    let settings: Vec<&str> = SETTINGS.iter().chain(if explain { explain::SETTINGS } else { &[] }).copied().collect();
+    cluster.0.start(pg::free_port()?, &settings)?;
     cluster.0.wait_ready().await?;
     cluster.0.create_database(DATABASE).await?;
 
@@ -454,8 +462,17 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         order_inventory: if quick { commerce::QUICK_ORDER_INVENTORY } else { commerce::ORDER_INVENTORY },
         data_records: if quick { data_tables::QUICK_RECORDS } else { data_tables::RECORDS },
     };
+    if explain {
+        explain::install(&setup.database_url).await?;
+    }
     let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
+    if explain {
+        let statements = out_dir.join("statements.md");
+        fs::write(&statements, explain::report(&setup.database_url).await?)?;
+        let log = setup.cluster_dir.join("server.log");
+        println!("xtask: the database's statements in {}, slow plans in {}", statements.display(), log.display());
+    }
     // A run without row-level security keeps its own file; a run with it is compared with that.
     let without = out_dir.join("latest-without-row-security.json");
     let json = if env::var("SVC_ROW_SECURITY").is_ok_and(|v| v.trim() == "off") {

@@ -85,6 +85,11 @@ enum Command {
         /// Write this run's ratios to xtask/bench-baseline.json
         #[arg(long)]
         save_baseline: bool,
+        /// Load pg_stat_statements and auto_explain into the bench's server: the statements
+        /// that took most of the database's time go to target/bench/statements.md, the plans of
+        /// those over 30 ms to its log
+        #[arg(long)]
+        explain: bool,
     },
 }
 
@@ -116,8 +121,8 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             )
             .await
         }
-        Command::Bench { quick, only, check, save_baseline } => {
-            let options = bench::Options { quick, only, check, save_baseline };
+        Command::Bench { quick, only, check, save_baseline, explain } => {
+            let options = bench::Options { quick, only, check, save_baseline, explain };
             bench::bench(&workspace, &mut interrupts, options).await
         }
     }
