@@ -105,7 +105,7 @@ diesel::table! {
         kind -> Text,
         mode -> Text,
         status -> Text,
-        payload -> Nullable<Jsonb>,
+        payload -> Nullable<Text>,
         received -> Integer,
         created -> Integer,
         updated -> Integer,

@@ -301,7 +301,7 @@ impl CommerceService {
                 .find(sync.0)
                 .select((s::catalogue_id, s::mode, s::status, s::payload))
                 .for_update()
-                .first::<(i64, String, SyncStatus, Option<Value>)>(conn)
+                .first::<(i64, String, SyncStatus, Option<String>)>(conn)
                 .await
                 .optional()?
             else {
@@ -314,9 +314,10 @@ impl CommerceService {
             // one run at a time per shop: a second waits here, then sees what the first made
             let shop: Shop =
                 catalogues::table.find(catalogue).select(Shop::as_select()).for_update().first(conn).await?;
-            let rows = match payload {
-                Some(Value::Array(rows)) => rows,
-                _ => Vec::new(),
+            // written by `accept` from the checked batch
+            let rows: Vec<Value> = match payload {
+                Some(text) => serde_json::from_str(&text).map_err(Error::internal)?,
+                None => Vec::new(),
             };
             let replace = mode == SyncMode::Replace.as_str();
             let outcome = ingest(conn, &shop, sync, &rows, replace, now).await?;
@@ -324,7 +325,7 @@ impl CommerceService {
             let row: Row = diesel::update(s::table.find(sync.0))
                 .set((
                     s::status.eq(done),
-                    s::payload.eq(None::<Value>),
+                    s::payload.eq(None::<String>),
                     s::created.eq(outcome.created),
                     s::updated.eq(outcome.updated),
                     s::unchanged.eq(outcome.unchanged),
@@ -355,7 +356,7 @@ impl CommerceService {
             let fail = SyncEvent::Fail;
             let failed = SyncStatus::Queued.apply(fail).map_err(Error::internal)?;
             let row: Option<Row> = diesel::update(s::table.find(sync.0).filter(s::status.eq_any(fail.sources())))
-                .set((s::status.eq(failed), s::payload.eq(None::<Value>), s::failure.eq(why), s::finished_at.eq(now)))
+                .set((s::status.eq(failed), s::payload.eq(None::<String>), s::failure.eq(why), s::finished_at.eq(now)))
                 .returning(Row::as_returning())
                 .get_result(conn)
                 .await
@@ -375,6 +376,7 @@ async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Batch, now: OffsetDa
     if products.is_empty() || products.len() > MAX_PRODUCTS {
         return Err(Error::field("products", format!("Send between 1 and {MAX_PRODUCTS} products.")));
     }
+    let payload = serde_json::to_string(products).map_err(Error::internal)?;
     conn.transaction::<_, Error, _>(async |conn| {
         let row: Row = diesel::insert_into(s::table)
             .values((
@@ -382,7 +384,7 @@ async fn accept(conn: &mut store::Conn, shop: &Shop, body: &Batch, now: OffsetDa
                 s::catalogue_id.eq(shop.id),
                 s::mode.eq(mode.as_str()),
                 s::status.eq(SyncStatus::Queued),
-                s::payload.eq(Value::Array(products.clone())),
+                s::payload.eq(&payload),
                 s::received.eq(products.len() as i32),
                 s::created_at.eq(now),
             ))
