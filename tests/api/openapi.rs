@@ -149,6 +149,25 @@ async fn every_path_parameter_is_in_its_path_and_every_query_parameter_is_not() 
     }
 }
 
+/// OpenAPI requires it, clients generated from the document name their methods by it, and
+/// schemathesis's stateful phase resolves the links it infers by it (two `list`s sent it from a
+/// table's records to the webhooks).
+#[actix_web::test]
+async fn every_operation_id_is_unique() {
+    let app = spawn().await;
+    let doc = app.request("GET", "/api-docs/openapi.json", None, None).await.body;
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in HTTP_METHODS.iter().filter(|m| item.get(**m).is_some()) {
+            let id = item[*method]["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no id"));
+            let operation = format!("{} {path}", method.to_uppercase());
+            if let Some(other) = seen.insert(id.to_owned(), operation.clone()) {
+                panic!("operationId {id} names both {other} and {operation}");
+            }
+        }
+    }
+}
+
 #[actix_web::test]
 async fn the_document_matches_its_snapshot() {
     let app = spawn().await;

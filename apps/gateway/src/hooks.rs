@@ -23,7 +23,7 @@ fn content_type(req: &HttpRequest) -> &str {
 }
 
 /// A provider's delivery report. Unknown and late receipts are logged and answered 200.
-#[utoipa::path(post, path = "/hooks/sms/{token}/delivery", tag = "Provider callbacks",
+#[utoipa::path(post, path = "/hooks/sms/{token}/delivery", operation_id = "sms_delivery_report", tag = "Provider callbacks",
     params(("token" = String, Path, description = "the channel's callback secret")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "`data.outcome`: applied, late or unknown"),
@@ -39,7 +39,7 @@ pub async fn delivery(
 }
 
 /// A provider's incoming message; `STOP` and the other opt-out words blacklist the sender.
-#[utoipa::path(post, path = "/hooks/sms/{token}/inbound", tag = "Provider callbacks",
+#[utoipa::path(post, path = "/hooks/sms/{token}/inbound", operation_id = "sms_inbound", tag = "Provider callbacks",
     params(("token" = String, Path, description = "the channel's callback secret")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "`data.uid`: the stored message"),

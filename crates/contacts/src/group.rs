@@ -190,11 +190,13 @@ pub struct DeletedGroup {
     pub contacts_deleted: i64,
 }
 
-pub(crate) fn check_name(name: &str, errors: &mut FieldErrors) -> String {
-    let name = name.trim();
+/// Trimmed; its limit counts the name as sent, spaces included, as the description's
+/// `maxLength` does.
+pub(crate) fn check_name(raw: &str, errors: &mut FieldErrors) -> String {
+    let name = raw.trim();
     if name.is_empty() {
         errors.add("name", "The name is required.");
-    } else if name.chars().count() > MAX_GROUP_NAME_CHARS {
+    } else if raw.chars().count() > MAX_GROUP_NAME_CHARS {
         errors.add("name", format!("The name may not be longer than {MAX_GROUP_NAME_CHARS} characters."));
     }
     name.to_owned()

@@ -163,12 +163,13 @@ fn taken(name: &str) -> Error {
     Error::conflict(message.clone()).with_field("name", message)
 }
 
-/// A label name as stored: trimmed, 1 to 60 characters.
+/// A label name as stored: trimmed, 1 to 60 characters. Limits here count the text as sent,
+/// spaces included, as the description's `maxLength` does.
 fn check_name(raw: &str, errors: &mut FieldErrors) -> String {
     let name = raw.trim();
     if name.is_empty() {
         errors.add("name", "The name field is required.");
-    } else if name.chars().count() > NAME_MAX {
+    } else if raw.chars().count() > NAME_MAX {
         errors.add("name", format!("The name may not be longer than {NAME_MAX} characters."));
     }
     name.to_owned()
@@ -191,7 +192,7 @@ fn color(raw: &str, errors: &mut FieldErrors) -> String {
 /// Trimmed; empty means none.
 fn description(raw: Option<&str>, errors: &mut FieldErrors) -> Option<String> {
     let text = raw.map(str::trim).filter(|d| !d.is_empty())?;
-    if text.chars().count() > DESCRIPTION_MAX {
+    if raw.is_some_and(|raw| raw.chars().count() > DESCRIPTION_MAX) {
         errors.add("description", format!("The description may not be longer than {DESCRIPTION_MAX} characters."));
     }
     Some(text.to_owned())
@@ -239,7 +240,7 @@ pub fn check_names(labels: Option<Vec<String>>) -> Result<Vec<String>, Error> {
     let mut names: Vec<String> = Vec::new();
     for raw in &labels {
         let name = raw.trim();
-        if name.is_empty() || name.chars().count() > NAME_MAX {
+        if name.is_empty() || raw.chars().count() > NAME_MAX {
             return refuse(format!("Labels are names of 1 to {NAME_MAX} characters."));
         }
         if !names.iter().any(|n| n.to_lowercase() == name.to_lowercase()) {

@@ -183,11 +183,11 @@ fn cleared_if_blank(value: Patch<String>) -> Patch<String> {
 fn check(mut patch: LeadPatch, calling_code: &str, workspace_currency: &str, errors: &mut FieldErrors) -> Checked {
     let mut checked = Checked::default();
     for (field, max, value) in patch.take_texts() {
+        // the limit counts the text as sent, as the description's maxLength does
+        let long = matches!(&value, Patch::Set(s) if s.chars().count() > max);
         match cleared_if_blank(value) {
             Patch::Absent => {}
-            Patch::Set(s) if s.chars().count() > max => {
-                errors.add(field, format!("The {field} may not be longer than {max} characters."))
-            }
+            Patch::Set(_) if long => errors.add(field, format!("The {field} may not be longer than {max} characters.")),
             value => checked.text.push((field, value.set())),
         }
     }
@@ -496,8 +496,10 @@ impl LeadService {
     pub async fn add_note(&self, caller: &Caller, id: LeadId, input: NewNote) -> Result<Note, Error> {
         let mut conn = self.conn(caller.tenant_id).await?;
         let actor = self.access(&mut conn, caller, Permission::LEADS_EDIT).await?;
-        let body = input.body.as_deref().map(str::trim).unwrap_or_default().to_owned();
-        if body.is_empty() || body.chars().count() > 10_000 {
+        let raw = input.body.as_deref().unwrap_or_default();
+        let body = raw.trim().to_owned();
+        // the limit counts the text as sent, as the description's maxLength does
+        if body.is_empty() || raw.chars().count() > 10_000 {
             return Err(Error::field("body", "The body is required, up to 10,000 characters.").with_reason("invalid"));
         }
         let (tenant, now) = (caller.tenant_id, self.clock.now());

@@ -195,13 +195,19 @@ fn given<T>(field: &str, value: Patch<T>, ignored: &mut Vec<String>) -> Option<T
 }
 
 fn given_text(field: &str, value: Patch<String>, ignored: &mut Vec<String>) -> Option<String> {
-    let text = given(field, value, ignored)?;
-    let text = text.trim();
+    given_sized(field, value, ignored).map(|(text, _)| text)
+}
+
+/// [`given_text`] with the length of the text as sent: limits count it, spaces included, as
+/// the description's `maxLength` does.
+fn given_sized(field: &str, value: Patch<String>, ignored: &mut Vec<String>) -> Option<(String, usize)> {
+    let sent = given(field, value, ignored)?;
+    let text = sent.trim();
     if text.is_empty() {
         ignored.push(field.to_owned());
         return None;
     }
-    Some(text.to_owned())
+    Some((text.to_owned(), sent.chars().count()))
 }
 
 /// The body's rules, every bad member named at once.
@@ -215,11 +221,11 @@ async fn read(
     let mut errors = FieldErrors::new();
     let ignored = &mut wanted.ignored;
     for (field, max, value) in body.take_texts() {
-        match given_text(field, value, ignored) {
-            Some(v) if v.chars().count() > max => {
+        match given_sized(field, value, ignored) {
+            Some((_, sent)) if sent > max => {
                 errors.add(field, format!("The {field} may not be longer than {max} characters."))
             }
-            Some(v) => {
+            Some((v, _)) => {
                 wanted.text.insert(field, v);
             }
             None => {}
@@ -269,26 +275,26 @@ async fn read(
             None => errors.add("stage", LeadStage::INVALID),
         }
     }
-    // a reason left out or empty is simply no reason
-    match body.reason.set().map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()) {
-        Some(r) if r.chars().count() > LONG => {
-            errors.add("reason", format!("The reason may not be longer than {LONG} characters."))
-        }
+    // a reason left out or empty is simply no reason; its limit counts it as sent
+    let reason = body.reason.set();
+    let too_long = reason.as_ref().is_some_and(|r| r.chars().count() > LONG);
+    match reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()) {
+        Some(_) if too_long => errors.add("reason", format!("The reason may not be longer than {LONG} characters.")),
         reason => wanted.reason = reason,
     }
-    if let Some(note) = given_text("note", body.note, ignored) {
-        if note.chars().count() <= NOTE {
+    if let Some((note, sent)) = given_sized("note", body.note, ignored) {
+        if sent <= NOTE {
             wanted.note = Some(note);
         } else {
             errors.add("note", format!("The note may not be longer than {NOTE} characters."));
         }
     }
-    for name in given("labels", body.labels, ignored).unwrap_or_default() {
-        let name = name.trim();
+    for sent in given("labels", body.labels, ignored).unwrap_or_default() {
+        let name = sent.trim();
         if name.is_empty() {
             continue;
         }
-        if name.chars().count() > crate::labels::NAME_MAX {
+        if sent.chars().count() > crate::labels::NAME_MAX {
             errors.add("labels", "Labels are names of up to 60 characters.");
         } else if !wanted.labels.iter().any(|l| l.eq_ignore_ascii_case(name)) {
             wanted.labels.push(name.to_owned());

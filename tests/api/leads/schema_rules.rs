@@ -106,3 +106,41 @@ async fn stage_note_and_label_bodies_refuse_what_their_descriptions_refuse() {
         refused(&app.patch(&label_path(label), &acme.key, body.clone()).await, field, &body);
     }
 }
+
+#[actix_web::test]
+async fn limits_count_the_text_as_sent_spaces_included() {
+    // Proves that every length limit of the leads' bodies counts the text as the description's
+    // maxLength does, before the service trims it: a text within its limit only once trimmed
+    // is refused, on the upsert, the patch, notes, labels and label definitions.
+    let app = spawn().await;
+    let acme = app.account(MANAGER).await;
+    let padded = |n: usize| format!(" {}\r", "a".repeat(n - 1));
+    for (member, value) in [
+        ("name", json!(padded(191))),
+        ("interest", json!(padded(2_000))),
+        ("reason", json!(padded(2_000))),
+        ("note", json!(padded(10_000))),
+        ("labels", json!([padded(60)])),
+    ] {
+        let mut body = json!({"phone": "0712345678"});
+        body[member] = value;
+        refused(&app.post(LEADS, &acme.key, body.clone()).await, member, &body);
+    }
+    assert_eq!(lead_count(&app, acme.tenant).await, 0);
+    let id = id_of(&create(&app, &acme.key, json!({"phone": "0712345678", "name": "Amina"})).await);
+    let body = json!({"name": padded(191)});
+    refused(&patch(&app, &acme.key, &id, body.clone()).await, "name", &body);
+    let body = json!({"body": padded(10_000)});
+    refused(&app.post(&sub_path(&id, "notes"), &acme.key, body.clone()).await, "body", &body);
+    let body = json!({"labels": [padded(60)]});
+    refused(&app.post(&sub_path(&id, "labels"), &acme.key, body.clone()).await, "labels", &body);
+    let body = json!({"name": padded(60)});
+    refused(&app.post(LABELS, &acme.key, body.clone()).await, "name", &body);
+    let body = json!({"name": "VIP", "description": padded(500)});
+    refused(&app.post(LABELS, &acme.key, body.clone()).await, "description", &body);
+    let label = label_id_of(&new_label(&app, &acme.key, json!({"name": "VIP"})).await);
+    for (body, field) in [(json!({"name": padded(60)}), "name"), (json!({"description": padded(500)}), "description")] {
+        refused(&app.patch(&label_path(label), &acme.key, body.clone()).await, field, &body);
+    }
+    assert_eq!(read(&app, &acme.key, &id).await["name"], "Amina", "nothing was written");
+}

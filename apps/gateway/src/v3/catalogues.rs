@@ -30,7 +30,7 @@ fn by_id(path: &(String, String)) -> Result<(CatalogueId, ProductRef), ApiError>
 }
 
 /// The tenant's shops, 25 a page.
-#[utoipa::path(get, path = "/api/v3/catalogues", tag = "Commerce", params(PageQuery),
+#[utoipa::path(get, path = "/api/v3/catalogues", operation_id = "list_catalogues", tag = "Commerce", params(PageQuery),
     responses((status = 200, body = Success<Page<Catalogue>>), Refusals), security(("bearer" = [])))]
 pub async fn list(
     auth: Auth,
@@ -42,7 +42,7 @@ pub async fn list(
 }
 
 /// Create a shop; `stock_policy` defaults to `external`, `source_of_truth` to `api`.
-#[utoipa::path(post, path = "/api/v3/catalogues", tag = "Commerce", request_body = CatalogueSettings,
+#[utoipa::path(post, path = "/api/v3/catalogues", operation_id = "create_catalogue", tag = "Commerce", request_body = CatalogueSettings,
     responses((status = 201, body = Success<Catalogue>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn create(
@@ -54,7 +54,7 @@ pub async fn create(
 }
 
 /// One shop (beyond the contract).
-#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}", tag = "Commerce", params(("catalogue" = i64, Path)),
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}", operation_id = "get_catalogue", tag = "Commerce", params(("catalogue" = i64, Path)),
     responses((status = 200, body = Success<Catalogue>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
@@ -62,7 +62,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>
 }
 
 /// Change any setting but `sku_prefix` (422); a null clears an optional one.
-#[utoipa::path(patch, path = "/api/v3/catalogues/{catalogue}", tag = "Commerce", params(("catalogue" = i64, Path)),
+#[utoipa::path(patch, path = "/api/v3/catalogues/{catalogue}", operation_id = "update_catalogue", tag = "Commerce", params(("catalogue" = i64, Path)),
     request_body = CatalogueChanges,
     responses((status = 200, body = Success<Catalogue>), (status = 404, body = ErrorEnvelope),
         (status = 422, body = ErrorEnvelope), Refusals),
@@ -229,7 +229,7 @@ pub async fn movements_by_id(
 
 /// Up to 5,000 products, worked by a job: 202 with the run's report; a repeated
 /// `Idempotency-Key` answers the run that owns it with `replayed: true`.
-#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/products/batch", tag = "Commerce",
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/products/batch", operation_id = "batch_products", tag = "Commerce",
     params(("catalogue" = i64, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "names the run for 24 hours")),
     request_body = Batch,

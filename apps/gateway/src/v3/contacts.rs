@@ -124,7 +124,7 @@ pub async fn create_contact(
 }
 
 /// Create or update up to 500 contacts; 207 when any row was rejected.
-#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", tag = "Contacts", request_body = NewContacts,
+#[utoipa::path(post, path = "/api/v3/contact-groups/{group}/contacts/batch", operation_id = "batch_contacts", tag = "Contacts", request_body = NewContacts,
     params(("group" = String, Path, description = "numeric id or UUID")),
     responses((status = 200, body = Success<BatchReport>), (status = 207, body = Success<BatchReport>), (status = 404, body = ErrorEnvelope), (status = 409, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]

@@ -71,7 +71,7 @@ pub async fn states(auth: Auth, state: web::Data<AppState>, path: web::Path<Stri
 }
 
 /// A page of records: filter tree, q, sort, dir, limit, cursor, with_count.
-#[utoipa::path(get, path = "/api/v3/data/tables/{table}/records", tag = "Data tables",
+#[utoipa::path(get, path = "/api/v3/data/tables/{table}/records", operation_id = "list_records", tag = "Data tables",
     params(("table" = Uuid, Path),
         ("filter" = Option<String>, Query, description = "URL-encoded JSON condition tree"),
         ("q" = Option<String>, Query), ("sort" = Option<String>, Query), ("dir" = Option<String>, Query),
@@ -95,7 +95,7 @@ pub async fn list(auth: Auth, state: web::Data<AppState>, req: HttpRequest, path
 }
 
 /// Creates a record from `{data:{<column_key>: value}}`; unknown keys are refused.
-#[utoipa::path(post, path = "/api/v3/data/tables/{table}/records", tag = "Data tables",
+#[utoipa::path(post, path = "/api/v3/data/tables/{table}/records", operation_id = "create_record", tag = "Data tables",
     params(("table" = Uuid, Path)), request_body = RecordWrite,
     responses((status = 201, description = "`{record}`"), (status = 403, body = DataErrorEnvelope),
         (status = 404, body = DataErrorEnvelope), (status = 409, body = DataErrorEnvelope),
@@ -107,7 +107,7 @@ pub async fn create(auth: Auth, state: web::Data<AppState>, path: web::Path<Stri
 }
 
 /// One record.
-#[utoipa::path(get, path = "/api/v3/data/tables/{table}/records/{record}", tag = "Data tables",
+#[utoipa::path(get, path = "/api/v3/data/tables/{table}/records/{record}", operation_id = "get_record", tag = "Data tables",
     params(("table" = Uuid, Path), ("record" = Uuid, Path)),
     responses((status = 200, description = "`{record}`"), (status = 404, body = DataErrorEnvelope), Refusals),
     security(("bearer" = [])))]
@@ -117,7 +117,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<(String
 }
 
 /// Merges `{data:{...}}` into a record; null clears an optional value.
-#[utoipa::path(patch, path = "/api/v3/data/tables/{table}/records/{record}", tag = "Data tables",
+#[utoipa::path(patch, path = "/api/v3/data/tables/{table}/records/{record}", operation_id = "update_record", tag = "Data tables",
     params(("table" = Uuid, Path), ("record" = Uuid, Path)), request_body = RecordWrite,
     responses((status = 200, description = "`{record}`"), (status = 403, body = DataErrorEnvelope),
         (status = 404, body = DataErrorEnvelope), (status = 409, body = DataErrorEnvelope),
@@ -134,7 +134,7 @@ pub async fn update(
 }
 
 /// Soft-deletes a record; a repeat is 404.
-#[utoipa::path(delete, path = "/api/v3/data/tables/{table}/records/{record}", tag = "Data tables",
+#[utoipa::path(delete, path = "/api/v3/data/tables/{table}/records/{record}", operation_id = "delete_record", tag = "Data tables",
     params(("table" = Uuid, Path), ("record" = Uuid, Path)),
     responses((status = 200, description = "`{ok: true, deleted: 1}`"), (status = 403, body = DataErrorEnvelope),
         (status = 404, body = DataErrorEnvelope), Refusals),

@@ -40,7 +40,7 @@ pub async fn upsert(
 }
 
 /// One lead, with the person's identities and a possible duplicate.
-#[utoipa::path(get, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+#[utoipa::path(get, path = "/api/v3/leads/{lead}", operation_id = "get_lead", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
@@ -64,7 +64,7 @@ pub async fn stage(
 
 /// The leads the issuer may see, newest activity first (20 per page by default); open ones
 /// unless `status` says otherwise.
-#[utoipa::path(get, path = "/api/v3/leads", tag = "Leads", params(PageQuery, LeadFilter),
+#[utoipa::path(get, path = "/api/v3/leads", operation_id = "list_leads", tag = "Leads", params(PageQuery, LeadFilter),
     responses((status = 200, body = Success<Page<Lead>>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn list(
@@ -78,7 +78,7 @@ pub async fn list(
 }
 
 /// Change fields (null clears), archive or restore.
-#[utoipa::path(patch, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+#[utoipa::path(patch, path = "/api/v3/leads/{lead}", operation_id = "update_lead", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
     request_body = LeadPatch,
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope),
         (status = 409, body = ErrorEnvelope, description = "won_locked"), (status = 422, body = ErrorEnvelope), Refusals),
@@ -93,7 +93,7 @@ pub async fn update(
 }
 
 /// Delete a lead; `lead.deleted` carries its last state.
-#[utoipa::path(delete, path = "/api/v3/leads/{lead}", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
+#[utoipa::path(delete, path = "/api/v3/leads/{lead}", operation_id = "delete_lead", tag = "Leads", params(("lead" = uuid::Uuid, Path)),
     responses((status = 200, body = Success<Lead>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn delete(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {

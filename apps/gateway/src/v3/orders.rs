@@ -14,7 +14,7 @@ use crate::docs::{ErrorEnvelope, Refusals, Success};
 use crate::http::{ApiError, Auth, Json, idempotency, ok};
 
 /// A manual or storefront order (beyond the contract): lines priced and frozen, stock held.
-#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/orders", tag = "Commerce",
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/orders", operation_id = "create_order", tag = "Commerce",
     params(("catalogue" = i64, Path),
         ("Idempotency-Key" = Option<String>, Header, description = "replays the first answer for 24 hours")),
     request_body = NewOrder,
@@ -35,7 +35,7 @@ pub async fn create(
 }
 
 /// The tenant's orders, newest change first (25 a page).
-#[utoipa::path(get, path = "/api/v3/catalogues/orders", tag = "Commerce", params(PageQuery, OrderFilter),
+#[utoipa::path(get, path = "/api/v3/catalogues/orders", operation_id = "list_orders", tag = "Commerce", params(PageQuery, OrderFilter),
     responses((status = 200, body = Success<Page<Order>>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn list(
@@ -49,7 +49,7 @@ pub async fn list(
 }
 
 /// One order (beyond the contract).
-#[utoipa::path(get, path = "/api/v3/catalogues/orders/{order}", tag = "Commerce", params(("order" = i64, Path)),
+#[utoipa::path(get, path = "/api/v3/catalogues/orders/{order}", operation_id = "get_order", tag = "Commerce", params(("order" = i64, Path)),
     responses((status = 200, body = Success<Order>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {

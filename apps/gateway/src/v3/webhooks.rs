@@ -29,7 +29,7 @@ pub async fn events(auth: Auth, state: web::Data<AppState>) -> Result<HttpRespon
 }
 
 /// Register a receiver; the answer shows its signing secret, this once.
-#[utoipa::path(post, path = "/api/v3/webhooks", tag = "Webhooks", request_body = NewWebhook,
+#[utoipa::path(post, path = "/api/v3/webhooks", operation_id = "create_webhook", tag = "Webhooks", request_body = NewWebhook,
     responses((status = 201, body = Success<WithSecret>), (status = 422, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<NewWebhook>) -> Result<HttpResponse, ApiError> {
@@ -37,7 +37,7 @@ pub async fn create(auth: Auth, state: web::Data<AppState>, body: Json<NewWebhoo
 }
 
 /// The account's receivers, oldest first (20 per page by default).
-#[utoipa::path(get, path = "/api/v3/webhooks", tag = "Webhooks", params(PageQuery),
+#[utoipa::path(get, path = "/api/v3/webhooks", operation_id = "list_webhooks", tag = "Webhooks", params(PageQuery),
     responses((status = 200, body = Success<Page<Webhook>>), Refusals), security(("bearer" = [])))]
 pub async fn list(
     auth: Auth,
@@ -49,7 +49,7 @@ pub async fn list(
 }
 
 /// One receiver; header values are never shown.
-#[utoipa::path(get, path = "/api/v3/webhooks/{webhook}", tag = "Webhooks", params(("webhook" = i64, Path)),
+#[utoipa::path(get, path = "/api/v3/webhooks/{webhook}", operation_id = "get_webhook", tag = "Webhooks", params(("webhook" = i64, Path)),
     responses((status = 200, body = Success<Webhook>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
@@ -57,7 +57,7 @@ pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>
 }
 
 /// Change a receiver: a header sent as null keeps its stored value; `headers` replaces the set.
-#[utoipa::path(patch, path = "/api/v3/webhooks/{webhook}", tag = "Webhooks", params(("webhook" = i64, Path)),
+#[utoipa::path(patch, path = "/api/v3/webhooks/{webhook}", operation_id = "update_webhook", tag = "Webhooks", params(("webhook" = i64, Path)),
     request_body = WebhookPatch,
     responses((status = 200, body = Success<Webhook>), (status = 404, body = ErrorEnvelope),
         (status = 422, body = ErrorEnvelope), Refusals), security(("bearer" = [])))]
@@ -71,7 +71,7 @@ pub async fn update(
 }
 
 /// Delete a receiver and its delivery log.
-#[utoipa::path(delete, path = "/api/v3/webhooks/{webhook}", tag = "Webhooks", params(("webhook" = i64, Path)),
+#[utoipa::path(delete, path = "/api/v3/webhooks/{webhook}", operation_id = "delete_webhook", tag = "Webhooks", params(("webhook" = i64, Path)),
     responses((status = 200, body = Success<Webhook>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn delete(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
@@ -121,7 +121,7 @@ pub async fn deliveries(
 }
 
 /// One delivery with its attempts.
-#[utoipa::path(get, path = "/api/v3/webhooks/{webhook}/deliveries/{delivery}", tag = "Webhooks",
+#[utoipa::path(get, path = "/api/v3/webhooks/{webhook}/deliveries/{delivery}", operation_id = "get_delivery", tag = "Webhooks",
     params(("webhook" = i64, Path), ("delivery" = Uuid, Path)),
     responses((status = 200, body = Success<Delivery>), (status = 404, body = ErrorEnvelope), Refusals),
     security(("bearer" = [])))]
