@@ -29,9 +29,11 @@ pub const MAX_NAME_CHARS: usize = 191;
 /// The longest custom field key.
 pub const MAX_FIELD_KEY_CHARS: usize = 64;
 
-/// A phone-like member: a string, or a number (clients send numbers so). Strings are trimmed.
+/// A phone-like member: a string, or a whole number (clients send numbers so; a fraction is
+/// refused, as the description's `integer` says). Strings are trimmed; the flag says it was sent
+/// as a number.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhoneValue(pub String);
+pub struct PhoneValue(pub String, pub bool);
 
 impl<'de> Deserialize<'de> for PhoneValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -39,19 +41,23 @@ impl<'de> Deserialize<'de> for PhoneValue {
         impl Visitor<'_> for Text {
             type Value = PhoneValue;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or a number")
+                f.write_str("a string or a whole number")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<PhoneValue, E> {
-                Ok(PhoneValue(v.trim().to_owned()))
+                Ok(PhoneValue(v.trim().to_owned(), false))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<PhoneValue, E> {
-                Ok(PhoneValue(v.to_string()))
+                Ok(PhoneValue(v.to_string(), true))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<PhoneValue, E> {
-                Ok(PhoneValue(v.to_string()))
+                Ok(PhoneValue(v.to_string(), true))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<PhoneValue, E> {
-                Ok(PhoneValue(serde_json::Number::from_f64(v).map_or_else(|| v.to_string(), |n| n.to_string())))
+                // `712345678.0` is a whole number written so; 2^53 holds every 15-digit one
+                if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+                    return Ok(PhoneValue(format!("{}", v as i64), true));
+                }
+                Err(E::invalid_value(de::Unexpected::Float(v), &self))
             }
         }
         deserializer.deserialize_any(Text)
@@ -407,6 +413,15 @@ impl ContactInput {
                 errors.add(key, format!("The {key} may not be longer than {MAX_NAME_CHARS} characters."));
             }
         }
+        // Each phone member is held to its stated digits, the one `PHONE` wins over too: 6 to 20
+        // as text (punctuation aside), 6 to 15 as a number (E.164's most).
+        for (key, value) in [("PHONE", &self.phone), ("phone_number", &self.phone_number)] {
+            let Some(PhoneValue(text, number)) = value.as_ref().filter(|v| !v.0.is_empty()) else { continue };
+            let most = if *number { 15 } else { 20 };
+            if !(6..=most).contains(&kernel::phone::digits(text).len()) || (*number && text.starts_with('-')) {
+                errors.add(key, format!("The {key} must be a phone number of 6 to {most} digits."));
+            }
+        }
         let phone = match nonempty(self.phone.map(|d| d.0)) {
             Some(phone) => Some((phone, "PHONE")),
             None => nonempty(self.phone_number.map(|d| d.0)).map(|p| (p, "phone_number")),
@@ -482,10 +497,28 @@ mod tests {
         let body = read(json!({"phone_number": 712345678, "NAME": "B", "name": "A"})).expect("valid");
         assert_eq!(body.name.as_deref(), Some("A"));
         assert_eq!(body.phone, Some(("712345678".into(), "phone_number")));
-        let body = read(json!({"PHONE": "", "phone_number": "1", "NAME": "B", "is_subscribed": "No"})).expect("valid");
-        assert_eq!(body.phone, Some(("1".into(), "phone_number")));
+        let body = read(json!({"PHONE": "", "phone_number": "0712345679", "NAME": "B", "is_subscribed": "No"}))
+            .expect("valid");
+        assert_eq!(body.phone, Some(("0712345679".into(), "phone_number")));
         assert_eq!(body.name.as_deref(), Some("B"));
         assert_eq!(body.is_subscribed, Some(false));
+    }
+
+    #[test]
+    fn each_phone_member_keeps_its_stated_shape_even_when_the_other_wins() {
+        // The description's oneOf: a string of 6 to 20 digits, or a whole number of 6 to 15.
+        for (bad, key) in [
+            (json!({"PHONE": "0712345678", "phone_number": 58882.648596643805}), "phone_number"),
+            (json!({"PHONE": "0712345678", "phone_number": "abc"}), "phone_number"),
+            (json!({"PHONE": "0712345678", "phone_number": 1_000_000_000_000_000_u64}), "phone_number"),
+            (json!({"PHONE": -712345678, "phone_number": "0712345678"}), "PHONE"),
+            (json!({"PHONE": "12345"}), "PHONE"),
+        ] {
+            let error = read(bad.clone()).expect_err(&bad.to_string());
+            assert!(error.errors.contains_key(key), "{bad}: {error:?}");
+        }
+        let body = read(json!({"PHONE": 712345678.0, "phone_number": " +255 (712) 345-679 "})).expect("valid");
+        assert_eq!(body.phone, Some(("712345678".into(), "PHONE")));
     }
 
     #[test]
