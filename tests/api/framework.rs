@@ -111,6 +111,27 @@ async fn malformed_json_is_a_422_naming_the_body() {
 }
 
 #[actix_web::test]
+async fn an_empty_body_reads_as_an_empty_object_and_a_body_of_spaces_is_malformed() {
+    let app = spawn().await;
+    let account = app.account("all").await;
+    let post = |payload: &'static str| {
+        TestRequest::post()
+            .uri(GROUPS)
+            .insert_header(bearer(&account.key))
+            .insert_header(("Content-Type", "application/json"))
+            .set_payload(payload)
+    };
+    // No bytes: `{}`, so the missing member is named.
+    let res = app.send(post("")).await;
+    assert_error(&res, 422);
+    assert!(!field_errors(&res, "name").is_empty(), "{:?}", res.body);
+    // Spaces are no JSON document (as the description's parsers read it).
+    let res = app.send(post(" \t\n")).await;
+    assert_error(&res, 422);
+    assert!(!field_errors(&res, "body").is_empty(), "{:?}", res.body);
+}
+
+#[actix_web::test]
 async fn a_wrong_type_is_a_422_naming_the_field() {
     let app = spawn().await;
     let account = app.account("all").await;

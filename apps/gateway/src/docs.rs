@@ -81,7 +81,7 @@ impl Modify for BearerAuth {
     info(
         title = "Customer Integration API",
         version = "3.1.0",
-        description = "Messaging, contacts, commerce, payments, data tables, leads and automations. Every /api/v3 route answers {status:'success', data} or {status:'error', message, errors?}. No text anywhere (a body member or name, a query value, a path segment) may hold the NUL character: in a body or a query it is a 422 naming the member, in a path a 404. A body whose schema requires no member may be left out; it reads as {}."
+        description = "Messaging, contacts, commerce, payments, data tables, leads and automations. Every /api/v3 route answers {status:'success', data} or {status:'error', message, errors?}. No text anywhere (a body member or name, a query value, a path segment) may hold the NUL character: in a body or a query it is a 422 naming the member, in a path a 404. A body whose schema requires no member may be left out (no bytes); it reads as {}."
     ),
     paths(
         crate::v3::account::me,

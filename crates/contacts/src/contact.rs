@@ -209,7 +209,8 @@ pub struct ListQuery {
 
 impl ContactFilter {
     pub fn parse(&self) -> Result<ListQuery, Error> {
-        let subscribed = match self.subscribed.as_deref().map(str::trim) {
+        // exactly the description's values: ` true` is not one of them
+        let subscribed = match self.subscribed.as_deref() {
             None | Some("") => None,
             Some("true" | "1") => Some(true),
             Some("false" | "0") => Some(false),

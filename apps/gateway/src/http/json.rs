@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::envelope::ApiError;
 
-/// A JSON body of type `T`. An empty body reads as `{}`, so missing fields are reported by name.
+/// A JSON body of type `T`. An empty body (no bytes) reads as `{}`, so missing fields are
+/// reported by name; a body of spaces is not JSON, and is refused like any other.
 pub struct Json<T>(pub T);
 
 /// The top-level `reason` a route family's contract puts on each of its refusals (the leads:
@@ -22,7 +23,7 @@ pub struct Json<T>(pub T);
 pub struct BodyRefusal(pub &'static str);
 
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
-    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
+    let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { bytes };
     refuse_nul(bytes)?;
     // Every body is an object; serde's derive would also read a struct from an array of its
     // members (`[null, null]`).
