@@ -55,7 +55,7 @@ const RULES: &[(&str, &str)] = &[
     ("POST /api/v3/sms/blacklist", "a number valid in its calling code's numbering plan"),
     ("POST /api/v3/sms/campaign", "a sender_id the account may use"),
     ("POST /api/v3/leads", "a valid number; a conversation_id, call_id or custom field of the workspace"),
-    ("PATCH /api/v3/leads/{lead}", "a reason to close a lead lost; custom fields the workspace defines"),
+    ("PATCH /api/v3/leads/{lead}", "a reason to make a lead lost or unqualified; custom fields the workspace defines"),
     ("POST /api/v3/leads/{lead}/assign", "a user of the workspace"),
     (
         "PATCH /api/v3/webhooks/{webhook}",
