@@ -191,8 +191,12 @@ fn color(raw: &str, errors: &mut FieldErrors) -> String {
 
 /// Trimmed; empty means none.
 fn description(raw: Option<&str>, errors: &mut FieldErrors) -> Option<String> {
-    let text = raw.map(str::trim).filter(|d| !d.is_empty())?;
-    if raw.is_some_and(|raw| raw.chars().count() > DESCRIPTION_MAX) {
+    let raw = raw?;
+    let text = raw.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if raw.chars().count() > DESCRIPTION_MAX {
         errors.add("description", format!("The description may not be longer than {DESCRIPTION_MAX} characters."));
     }
     Some(text.to_owned())

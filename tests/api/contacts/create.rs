@@ -74,6 +74,30 @@ async fn contact_without_phone_is_422_on_phone() {
     assert_eq!(success(&app.get(&groups_path(&group), &a.key).await, 200)["contacts_count"], 0);
 }
 
+/// Each phone member keeps the shape its description states, the one `PHONE` wins over too:
+/// a fraction, letters or a number of 16 digits is a 422 naming that member, on a create and
+/// on a patch, and nothing is written.
+#[actix_web::test]
+async fn each_phone_member_keeps_its_stated_shape_even_when_the_other_wins() {
+    let app = spawn().await;
+    let a = app.account("all").await;
+    let group = make_group(&app, &a.key, json!({"name": "G"})).await;
+    let bad = [json!(58882.648596643805), json!("abc"), json!(1_000_000_000_000_000_u64)];
+    for phone_number in &bad {
+        let body = json!({"PHONE": "0712345678", "phone_number": phone_number});
+        field_error(&app.post(&contacts_path(&group), &a.key, body).await, "phone_number");
+    }
+    assert_eq!(success(&app.get(&groups_path(&group), &a.key).await, 200)["contacts_count"], 0);
+    let c = make_contact(&app, &a.key, &group, json!({"PHONE": 712345678.0, "name": "Asha"})).await;
+    assert_eq!(c["phone_number"], "712345678", "a whole number written with .0 is one");
+    let path = format!("{}/{}", contacts_path(&group), c["uid"].as_str().expect("uid"));
+    for phone_number in &bad {
+        let body = json!({"PHONE": "0712345679", "phone_number": phone_number, "name": "Changed"});
+        field_error(&app.patch(&path, &a.key, body).await, "phone_number");
+    }
+    assert_eq!(success(&app.get(&path, &a.key).await, 200)["name"], "Asha");
+}
+
 #[actix_web::test]
 async fn contact_national_number_is_digits_without_the_trunk_zero() {
     let app = spawn().await;
