@@ -103,180 +103,227 @@ async fn complete_if_done(
 
 impl MessagingService {
     /// One step of a campaign's dispatch chain (see [`DispatchCampaign`]).
+    ///
+    /// The campaign row is read without a lock and each write to it is conditional on the row
+    /// being as read ([`unchanged`]): a send recording adding to its counts never waits for a
+    /// whole batch to be written. A step that finds the row changed under it (a cancel, a
+    /// resume) rolls back everything it wrote; the change's own chain goes on.
     pub async fn dispatch_campaign(&self, tenant: TenantId, campaign_id: CampaignId, token: Uuid) -> Result<(), Error> {
         let now = self.clock.now();
         let config = self.config.clone();
         let mut conn = self.conn(tenant).await?;
-        conn.transaction(async |conn| {
-            let row: Option<CampaignRow> = campaigns::table
-                .find(campaign_id.0)
-                .filter(campaigns::tenant_id.eq(tenant.0))
-                .for_update()
-                .select(CampaignRow::as_select())
-                .first(conn)
-                .await
-                .optional()?;
-            let Some(mut row) = row else { return Ok(()) };
-            if row.dispatch_token != token || row.status.is_final() {
-                return Ok(());
-            }
-            let Some(group) = row.contact_group_id else {
-                return cancel_for(conn, row, "The contact group was deleted.", now).await;
-            };
-            if let Ok(running) = row.status.apply(CampaignEvent::Start) {
-                // contract: draft/scheduled -> running when dispatch starts (the path is ours)
-                let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
-                    Ok(Some(route)) => route,
-                    Ok(None) => return cancel_for(conn, row, NO_ROUTE, now).await,
-                    // its sender identity is no longer usable
-                    Err(e) if e.kind == ErrorKind::Validation => return cancel_for(conn, row, &e.message, now).await,
-                    Err(e) => return Err(e),
-                };
-                let last = recipients::last_id(conn, tenant, group).await?;
-                let total = eligible(conn, tenant, group, last).await?;
-                row = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
-                    .set((
-                        campaigns::status.eq(running),
-                        campaigns::tenant_channel_id.eq(route.channel.id),
-                        campaigns::channel_code.eq(&route.channel.code),
-                        campaigns::last_contact_id.eq(last),
-                        campaigns::total_recipients.eq(i32::try_from(total).unwrap_or(i32::MAX)),
-                        campaigns::updated_at.eq(now),
-                    ))
-                    .returning(CampaignRow::as_returning())
-                    .get_result(conn)
-                    .await?;
-            }
-            let last = row.last_contact_id.unwrap_or(0);
-            // One page of the group's contacts (keyset, by id), then its opted-out numbers left out.
-            let batch = recipients::page(conn, tenant, group, row.cursor, last, config.campaign_batch).await?;
-            let finished = (batch.len() as i64) < config.campaign_batch;
-            let next_cursor = if finished { last } else { batch.last().map_or(last, |c| c.id) };
-            let numbers: Vec<String> = batch.iter().map(::contacts::recipients::Recipient::e164).collect();
-            let opted_out = blacklist::listed(conn, tenant, &numbers).await?;
-            let template = Template::parse(&row.message);
-            let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
-            let empty = serde_json::Map::new();
-            let rows: Vec<NewMessage> = batch
-                .iter()
-                .zip(numbers)
-                .filter(|(_, recipient)| !opted_out.contains(recipient))
-                .map(|(contact, recipient)| {
-                    let vars = ContactVars {
-                        name: &contact.name,
-                        country_code: &contact.country_code,
-                        phone_number: &contact.phone_number,
-                        custom_fields: contact.custom_field_values.as_object().unwrap_or(&empty),
-                    };
-                    let body = template.render(&vars);
-                    let estimate = crate::segments::estimate(&body);
-                    NewMessage {
-                        uid: new_uid(),
-                        tenant_id: tenant.0,
-                        direction: "outbound",
-                        channel_type: "sms",
-                        tenant_channel_id: row.tenant_channel_id,
-                        channel_code: row.channel_code.clone(),
-                        sender: row.sender.clone(),
-                        price_minor: rates.price(&recipient) * i64::from(estimate.segments),
-                        recipient,
-                        body,
-                        status: MessageStatus::Queued.as_str(),
-                        media_url: None,
-                        media_type: None,
-                        error_message: None,
-                        gateway_message_id: None,
-                        segments: estimate.segments as i32,
-                        encoding: encoding_name(estimate.encoding),
-                        campaign_id: Some(row.id),
-                        contact_id: Some(contact.id),
-                        scheduled_at: None,
-                        created_at: now,
-                        updated_at: now,
-                    }
-                })
-                .collect();
-            // Written first and paid for last (a savepoint), so the wallet row is held briefly
-            // and only the messages actually written are charged.
-            let paid = conn
-                .transaction(async |conn| {
-                    let written = crate::send::insert(conn, &rows).await?;
-                    let cost: i64 = written.iter().map(|m| m.price_minor).sum();
-                    let note = format!("Campaign {}: {} message(s)", row.uid, written.len());
-                    match accounts::wallet::debit(conn, tenant, cost, &note).await? {
-                        Ok(_) => Ok(written),
-                        Err(_) => Err(Error::payment_required("The prepaid balance cannot pay for the next batch.")),
-                    }
-                })
-                .await;
-            let written = match paid {
-                Ok(written) => written,
-                Err(e) if e.kind == ErrorKind::PaymentRequired => {
-                    // contract: a prepaid balance that cannot afford it pauses the campaign; it
-                    // looks again periodically and after each top-up (docs/api.md)
-                    // a paused campaign that still cannot pay stays paused
-                    let paused = match row.status {
-                        CampaignStatus::Paused => CampaignStatus::Paused,
-                        status => status.apply(CampaignEvent::Pause)?,
-                    };
-                    diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
-                        .set((
-                            campaigns::status.eq(paused),
-                            campaigns::status_reason.eq(e.message.clone()),
-                            campaigns::updated_at.eq(now),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
-                    let run_at =
-                        Some(now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE));
-                    // one periodic check per chain, however many top-ups fall short
-                    let dedupe_key = Some(format!("campaign:{}:{token}", row.id));
-                    let options = Enqueue { tenant_id: Some(tenant), run_at, dedupe_key, ..Default::default() };
-                    store::jobs::enqueue(conn, &job, options).await?;
+        let step = conn
+            .transaction(async |conn| {
+                let row: Option<CampaignRow> = campaigns::table
+                    .find(campaign_id.0)
+                    .filter(campaigns::tenant_id.eq(tenant.0))
+                    .select(CampaignRow::as_select())
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(mut row) = row else { return Ok(()) };
+                if row.dispatch_token != token || row.status.is_final() {
                     return Ok(());
                 }
-                Err(e) => return Err(e),
-            };
-            // A paused campaign that can pay again runs with a new chain, so that any other
-            // job holding the old token (a periodic check, a top-up) stops.
-            let (status, token) = match row.status {
-                CampaignStatus::Paused => (row.status.apply(CampaignEvent::Resume)?, Uuid::new_v4()),
-                status => (status, token),
-            };
-            let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
-            enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
-            diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
-                .set((
-                    campaigns::status.eq(status),
-                    campaigns::status_reason.eq(None::<String>),
-                    campaigns::dispatch_token.eq(token),
-                    campaigns::cursor.eq(next_cursor),
-                    campaigns::dispatched.eq(campaigns::dispatched + i32::try_from(ids.len()).unwrap_or(i32::MAX)),
-                    campaigns::updated_at.eq(now),
-                ))
-                .execute(conn)
-                .await?;
-            if finished {
-                complete_if_done(conn, tenant, row.id, now).await?;
-            } else {
-                let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
-                store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
-            }
-            Ok(())
-        })
-        .await
+                let Some(group) = row.contact_group_id else {
+                    return cancel_for(conn, row, "The contact group was deleted.", now).await;
+                };
+                if let Ok(running) = row.status.apply(CampaignEvent::Start) {
+                    // contract: draft/scheduled -> running when dispatch starts (the path is ours)
+                    let route = match channels::route(conn, tenant, row.sender.as_deref()).await {
+                        Ok(Some(route)) => route,
+                        Ok(None) => return cancel_for(conn, row, NO_ROUTE, now).await,
+                        // its sender identity is no longer usable
+                        Err(e) if e.kind == ErrorKind::Validation => {
+                            return cancel_for(conn, row, &e.message, now).await;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let last = recipients::last_id(conn, tenant, group).await?;
+                    let total = eligible(conn, tenant, group, last).await?;
+                    row = diesel::update(campaigns::table.find(row.id).filter(unchanged(&row)))
+                        .set((
+                            campaigns::status.eq(running),
+                            campaigns::tenant_channel_id.eq(route.channel.id),
+                            campaigns::channel_code.eq(&route.channel.code),
+                            campaigns::last_contact_id.eq(last),
+                            campaigns::total_recipients.eq(i32::try_from(total).unwrap_or(i32::MAX)),
+                            campaigns::updated_at.eq(now),
+                        ))
+                        .returning(CampaignRow::as_returning())
+                        .get_result(conn)
+                        .await
+                        .optional()?
+                        .ok_or_else(superseded)?;
+                }
+                let last = row.last_contact_id.unwrap_or(0);
+                // One page of the group's contacts (keyset, by id), then its opted-out numbers left out.
+                let batch = recipients::page(conn, tenant, group, row.cursor, last, config.campaign_batch).await?;
+                let finished = (batch.len() as i64) < config.campaign_batch;
+                let next_cursor = if finished { last } else { batch.last().map_or(last, |c| c.id) };
+                let numbers: Vec<String> = batch.iter().map(::contacts::recipients::Recipient::e164).collect();
+                let opted_out = blacklist::listed(conn, tenant, &numbers).await?;
+                let template = Template::parse(&row.message);
+                let rates = RateCard::load(conn, tenant, config.default_price_minor).await?;
+                let empty = serde_json::Map::new();
+                let rows: Vec<NewMessage> = batch
+                    .iter()
+                    .zip(numbers)
+                    .filter(|(_, recipient)| !opted_out.contains(recipient))
+                    .map(|(contact, recipient)| {
+                        let vars = ContactVars {
+                            name: &contact.name,
+                            country_code: &contact.country_code,
+                            phone_number: &contact.phone_number,
+                            custom_fields: contact.custom_field_values.as_object().unwrap_or(&empty),
+                        };
+                        let body = template.render(&vars);
+                        let estimate = crate::segments::estimate(&body);
+                        NewMessage {
+                            uid: new_uid(),
+                            tenant_id: tenant.0,
+                            direction: "outbound",
+                            channel_type: "sms",
+                            tenant_channel_id: row.tenant_channel_id,
+                            channel_code: row.channel_code.clone(),
+                            sender: row.sender.clone(),
+                            price_minor: rates.price(&recipient) * i64::from(estimate.segments),
+                            recipient,
+                            body,
+                            status: MessageStatus::Queued.as_str(),
+                            media_url: None,
+                            media_type: None,
+                            error_message: None,
+                            gateway_message_id: None,
+                            segments: estimate.segments as i32,
+                            encoding: encoding_name(estimate.encoding),
+                            campaign_id: Some(row.id),
+                            contact_id: Some(contact.id),
+                            scheduled_at: None,
+                            created_at: now,
+                            updated_at: now,
+                        }
+                    })
+                    .collect();
+                // Written first and paid for last (a savepoint), so the wallet row is held briefly
+                // and only the messages actually written are charged.
+                let paid = conn
+                    .transaction(async |conn| {
+                        let written = crate::send::insert(conn, &rows).await?;
+                        let cost: i64 = written.iter().map(|m| m.price_minor).sum();
+                        let note = format!("Campaign {}: {} message(s)", row.uid, written.len());
+                        match accounts::wallet::debit(conn, tenant, cost, &note).await? {
+                            Ok(_) => Ok(written),
+                            Err(_) => {
+                                Err(Error::payment_required("The prepaid balance cannot pay for the next batch."))
+                            }
+                        }
+                    })
+                    .await;
+                let written = match paid {
+                    Ok(written) => written,
+                    Err(e) if e.kind == ErrorKind::PaymentRequired => {
+                        // contract: a prepaid balance that cannot afford it pauses the campaign; it
+                        // looks again periodically and after each top-up (docs/api.md)
+                        // a paused campaign that still cannot pay stays paused
+                        let paused = match row.status {
+                            CampaignStatus::Paused => CampaignStatus::Paused,
+                            status => status.apply(CampaignEvent::Pause)?,
+                        };
+                        let held = diesel::update(campaigns::table.find(row.id).filter(unchanged(&row)))
+                            .set((
+                                campaigns::status.eq(paused),
+                                campaigns::status_reason.eq(e.message.clone()),
+                                campaigns::updated_at.eq(now),
+                            ))
+                            .execute(conn)
+                            .await?;
+                        if held == 0 {
+                            return Err(superseded());
+                        }
+                        let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
+                        let run_at = Some(
+                            now + time::Duration::try_from(config.paused_recheck).unwrap_or(time::Duration::MINUTE),
+                        );
+                        // one periodic check per chain, however many top-ups fall short
+                        let dedupe_key = Some(format!("campaign:{}:{token}", row.id));
+                        let options = Enqueue { tenant_id: Some(tenant), run_at, dedupe_key, ..Default::default() };
+                        store::jobs::enqueue(conn, &job, options).await?;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                // A paused campaign that can pay again runs with a new chain, so that any other
+                // job holding the old token (a periodic check, a top-up) stops.
+                let (status, token) = match row.status {
+                    CampaignStatus::Paused => (row.status.apply(CampaignEvent::Resume)?, Uuid::new_v4()),
+                    status => (status, token),
+                };
+                let ids: Vec<i64> = written.iter().map(|m| m.id).collect();
+                enqueue_dispatch(conn, tenant, &ids, config.send_chunk, None).await?;
+                if !finished {
+                    let job = DispatchCampaign { tenant_id: tenant, campaign_id, token };
+                    store::jobs::enqueue(conn, &job, Enqueue { tenant_id: Some(tenant), ..Default::default() }).await?;
+                }
+                // Last, so the campaign row is locked only from here to the commit.
+                let held = diesel::update(campaigns::table.find(row.id).filter(unchanged(&row)))
+                    .set((
+                        campaigns::status.eq(status),
+                        campaigns::status_reason.eq(None::<String>),
+                        campaigns::dispatch_token.eq(token),
+                        campaigns::cursor.eq(next_cursor),
+                        campaigns::dispatched.eq(campaigns::dispatched + i32::try_from(ids.len()).unwrap_or(i32::MAX)),
+                        campaigns::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if held == 0 {
+                    return Err(superseded());
+                }
+                if finished {
+                    complete_if_done(conn, tenant, row.id, now).await?;
+                }
+                Ok(())
+            })
+            .await;
+        match step {
+            Err(e) if e.reason.as_deref() == Some(SUPERSEDED) => Ok(()),
+            step => step,
+        }
     }
+}
+
+/// Why a dispatch step rolled back: the campaign row changed after the step read it.
+const SUPERSEDED: &str = "campaign_superseded";
+
+fn superseded() -> Error {
+    Error::conflict("The campaign changed while its batch was written.").with_reason(SUPERSEDED)
+}
+
+/// The campaign row is still as a dispatch step read it: the same chain, state and position.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn unchanged(row: &CampaignRow) -> _ {
+    let tenant: i64 = row.tenant_id;
+    let token: Uuid = row.dispatch_token;
+    let status: CampaignStatus = row.status;
+    let cursor: i64 = row.cursor;
+    campaigns::tenant_id
+        .eq(tenant)
+        .and(campaigns::dispatch_token.eq(token))
+        .and(campaigns::status.eq(status))
+        .and(campaigns::cursor.eq(cursor))
 }
 
 /// contract: any -> cancelled when no usable route exists; `campaign.failed` says why.
 async fn cancel_for(conn: &mut store::Conn, row: CampaignRow, reason: &str, now: OffsetDateTime) -> Result<(), Error> {
     let cancelled = row.status.apply(CampaignEvent::Cancel)?;
-    let row: CampaignRow = diesel::update(campaigns::table.find(row.id).filter(campaigns::tenant_id.eq(row.tenant_id)))
+    let row: CampaignRow = diesel::update(campaigns::table.find(row.id).filter(unchanged(&row)))
         .set((campaigns::status.eq(cancelled), campaigns::status_reason.eq(reason), campaigns::updated_at.eq(now)))
         .returning(CampaignRow::as_returning())
         .get_result(conn)
-        .await?;
+        .await
+        .optional()?
+        .ok_or_else(superseded)?;
     emit(conn, "campaign.failed", row, now).await
 }
 
