@@ -7,7 +7,9 @@
 
 use accounts::modules::Module;
 use api_tests::{json, spawn};
-use gateway::cli::admin::{Admin, AdminCommand, KeyCommand, Switch, TenantCommand, UserCommand, WalletCommand, run};
+use gateway::cli::admin::{
+    Admin, AdminCommand, KeyCommand, McpConnectionCommand, Switch, TenantCommand, UserCommand, WalletCommand, run,
+};
 use kernel::{ErrorKind, TenantId};
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
@@ -186,6 +188,42 @@ async fn key_revoke_stops_the_key() {
     let out = admin(url, AdminCommand::Key(KeyCommand::Revoke { key: key_id })).await.expect("revoke");
     assert_eq!(id(&out), key_id);
     assert_error(&app.get(ME, plaintext).await, 401);
+}
+
+#[actix_web::test]
+async fn mcp_connection_create_prints_the_token_and_revoke_stops_it() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, user, _) = setup(url).await;
+    let create = |scopes: &str| {
+        AdminCommand::McpConnection(McpConnectionCommand::Create {
+            tenant,
+            issuer: user,
+            scopes: scopes.to_owned(),
+            name: "Claude".to_owned(),
+        })
+    };
+    let refused = admin(url, create("mcp:contacts")).await.expect_err("no mcp:use");
+    assert_eq!(refused.kind, ErrorKind::Validation);
+    let refused = admin(url, create("mcp:use mcp:everything")).await.expect_err("unknown scope");
+    assert!(refused.errors.contains_key("scopes"), "{refused:?}");
+
+    let token = admin(url, create("mcp:use mcp:contacts")).await.expect("create");
+    assert!(token.trim().starts_with("svc_mcp_") && token.lines().count() == 1, "{token:?}");
+    let made = admin_json(url, create("mcp:contacts,mcp:use mcp:write")).await;
+    let secret = made["token"].as_str().expect("token");
+    assert!(secret.starts_with("svc_mcp_") && made["id"].is_i64(), "{made}");
+    assert_eq!(made["scopes"], json!(["mcp:contacts", "mcp:use", "mcp:write"]));
+    let stored = api_tests::sql_rows(&app.pool, "SELECT encode(token_hash, 'hex') AS hash FROM mcp_connections").await;
+    assert!(stored.iter().all(|row| row["hash"].as_str().is_some_and(|h| h.len() == 64)), "only hashes are kept");
+
+    let out =
+        admin(url, AdminCommand::McpConnection(McpConnectionCommand::Revoke { id: made["id"].as_i64().expect("id") }))
+            .await
+            .expect("revoke");
+    assert_eq!(id(&out), made["id"].as_i64().expect("id"));
+    let refused = accounts::mcp_connections::authenticate(&mut *app.conn().await, secret).await.expect_err("revoked");
+    assert_eq!(refused.kind, ErrorKind::Unauthenticated);
 }
 
 #[actix_web::test]

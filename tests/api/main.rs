@@ -10,6 +10,7 @@ mod data;
 mod faults;
 mod framework;
 mod leads;
+mod mcp;
 mod openapi;
 mod process;
 mod rate_limit;

@@ -310,10 +310,54 @@ where
         Account { tenant, user, key }
     }
 
+    /// An MCP connection (`svc_mcp_` token) of `tenant` issued by `issuer` with `scopes`.
+    pub async fn mcp_connection(&self, tenant: TenantId, issuer: UserId, scopes: &str) -> String {
+        let mut conn = self.conn().await;
+        let scopes = ::mcp::Grant::parse(scopes).expect("scopes").scopes();
+        accounts::mcp_connections::create(&mut conn, tenant, issuer, "Test connection", &scopes)
+            .await
+            .expect("connection")
+            .token
+    }
+
+    /// The same app on a real listener on this machine's loopback, for clients that speak HTTP
+    /// themselves (the MCP SDK's); it stops when the answer is dropped.
+    pub fn listen(&self) -> Listening {
+        let limiter = RateLimiter::Memory(MemoryLimiter::new(10_000));
+        let state = web::Data::new(
+            AppState::new(self.pool.clone(), self.clock.clone(), limiter, self.services.clone()).expect("state"),
+        );
+        let server =
+            actix_web::HttpServer::new(move || gateway::app(state.clone(), gateway::config::HttpLimits::default()))
+                .workers(1)
+                .disable_signals()
+                .bind(("127.0.0.1", 0))
+                .expect("bind a loopback port");
+        let addr = server.addrs()[0];
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        Listening { url: format!("http://{addr}"), handle }
+    }
+
     pub async fn set_permissions(&self, user: UserId, permissions: &str) {
         let mut conn = self.conn().await;
         let permissions: Permissions = accounts::users::parse_permissions(permissions).expect("permissions");
         accounts::users::set_permissions(&mut conn, user, &permissions).await.expect("set permissions");
+    }
+}
+
+/// The app on a loopback port ([`TestApp::listen`]).
+pub struct Listening {
+    /// `http://127.0.0.1:<port>`
+    pub url: String,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        // stop accepting at once; the server task ends with the test's runtime
+        drop(self.handle.stop(false));
     }
 }
 

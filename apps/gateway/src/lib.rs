@@ -7,6 +7,7 @@ pub mod config;
 pub mod docs;
 pub mod hooks;
 pub mod http;
+pub mod mcp;
 pub mod ops;
 pub mod serve;
 pub mod v3;
@@ -46,6 +47,10 @@ pub struct Services {
     pub leads: leads::LeadService,
     pub commerce: commerce::CommerceService,
     pub data: data_tables::DataService,
+    /// Every domain's MCP tools, over the services above.
+    pub mcp: std::sync::Arc<::mcp::Catalog>,
+    /// The origin people and clients reach the service at (`SVC_PUBLIC_URL`).
+    pub public_url: String,
     /// Seals secrets at rest (webhook secrets and header values, channel credentials).
     pub keyring: store::secrets::Keyring,
 }
@@ -65,6 +70,8 @@ impl Services {
             config.webhooks.clone(),
             keyring.clone(),
         )?;
+        let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
+        let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains { leads: leads.clone() }));
         Ok(Self {
             contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
             messaging: messaging::MessagingService::new(
@@ -74,9 +81,11 @@ impl Services {
                 config.messaging.clone(),
             ),
             webhooks,
-            leads: leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone()),
+            leads,
             commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
             data: data_tables::DataService::new(pool, clock, config.public_url.clone()),
+            mcp,
+            public_url: config.public_url.clone(),
             keyring,
         })
     }
@@ -148,6 +157,7 @@ pub fn app(
         InitError = (),
     >,
 > {
+    let (catalog, public_url) = (state.mcp.clone(), state.public_url.clone());
     App::new()
         .app_data(state)
         .app_data(web::PayloadConfig::new(limits.max_body_bytes))
@@ -160,6 +170,8 @@ pub fn app(
         .service(web::resource("/metrics").route(web::get().to(ops::metrics)))
         .service(web::resource("/api-docs").route(web::get().to(docs::page)))
         .service(web::resource("/api-docs/openapi.json").route(web::get().to(docs::openapi)))
+        .service(web::resource("/api-docs/mcp.json").route(web::get().to(mcp::manifest)))
+        .configure(|cfg| mcp::configure(cfg, &catalog, &public_url))
         .configure(v3::configure)
         .configure(hooks::configure)
         // signed file links from data records carry no key

@@ -57,7 +57,7 @@ pub enum KeyIssuer {
 }
 
 /// A random key drawn uniformly from 62 letters and digits.
-fn generate() -> Result<String, Error> {
+pub(crate) fn generate() -> Result<String, Error> {
     let rng = SystemRandom::new();
     let mut key = String::with_capacity(KEY_LENGTH);
     let mut buf = [0u8; 64];

@@ -1,10 +1,11 @@
-//! Accounts: tenants and their status, users who issue keys and their permissions, API keys,
-//! the wallet and its ledger, and per-tenant module switches. The admin CLI and the gateway's
-//! authentication both go through here.
+//! Accounts: tenants and their status, users who issue keys and their permissions, API keys and
+//! MCP connections, the wallet and its ledger, and per-tenant module switches. The admin CLI and
+//! the gateway's authentication both go through here.
 
 pub mod demo;
 pub mod key_cache;
 pub mod keys;
+pub mod mcp_connections;
 pub mod modules;
 pub mod profile;
 pub mod schema;

@@ -73,6 +73,30 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    mcp_connections (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        user_id -> BigInt,
+        name -> Text,
+        token_hash -> Bytea,
+        prefix -> Text,
+        scopes -> Array<Text>,
+        revoked_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(api_keys -> tenants (tenant_id));
+diesel::joinable!(mcp_connections -> tenants (tenant_id));
+diesel::joinable!(mcp_connections -> users (user_id));
 diesel::joinable!(api_keys -> users (user_id));
-diesel::allow_tables_to_appear_in_same_query!(tenants, users, api_keys, wallets, wallet_ledger, tenant_modules);
+diesel::allow_tables_to_appear_in_same_query!(
+    tenants,
+    users,
+    api_keys,
+    mcp_connections,
+    wallets,
+    wallet_ledger,
+    tenant_modules
+);

@@ -139,6 +139,18 @@ impl Permissions {
 pub enum CredentialKind {
     /// An account REST key (`/api/v3`, `/api/engine`).
     RestKey,
+    /// An MCP connection (`svc_mcp_`, `/mcp`): `key_id` is the connection's id.
+    McpConnection,
+}
+
+impl CredentialKind {
+    /// How histories and audit trails name the credential (`{"kind": "api_key", "id": ...}`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RestKey => "api_key",
+            Self::McpConnection => "mcp_connection",
+        }
+    }
 }
 
 /// Who issued the key, read fresh on every request.

@@ -33,6 +33,29 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The machine-readable code of the data, payments and MCP error families.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Validation => "validation_error",
+            Self::Conflict => "conflict",
+            Self::NotFound => "not_found",
+            Self::Forbidden | Self::Unauthenticated => "permission_denied",
+            Self::PaymentRequired => "quota_exceeded",
+            Self::NotSupported => "not_supported",
+            Self::RateLimited => "rate_limited",
+            Self::ProviderFailure => "provider_failure",
+            Self::Unavailable => "temporary_failure",
+            Self::Internal => "internal_error",
+        }
+    }
+
+    /// Whether trying the same request again later may succeed.
+    pub fn retryable(self) -> bool {
+        matches!(self, Self::RateLimited | Self::ProviderFailure | Self::Unavailable)
+    }
+}
+
 /// Boxed, so a `Result<T, Error>` stays as small as `T` plus a pointer on the happy path.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{:?}: {}", .0.kind, .0.message)]

@@ -5,6 +5,7 @@
 // `id!` names serde by the path `kernel::...`, which must also resolve inside this crate.
 extern crate self as kernel;
 
+pub mod body;
 pub mod caller;
 pub mod clock;
 pub mod email;

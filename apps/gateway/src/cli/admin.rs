@@ -37,6 +37,9 @@ pub enum AdminCommand {
     /// REST API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// MCP connections: `svc_mcp_` credentials for language-model clients.
+    #[command(subcommand)]
+    McpConnection(McpConnectionCommand),
     /// The tenant's wallet.
     #[command(subcommand)]
     Wallet(WalletCommand),
@@ -153,6 +156,25 @@ pub enum UserCommand {
     SetPermissions { user: i64, permissions: String },
     /// Deactivate a user: their keys are refused wherever a permission is checked.
     Deactivate { user: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpConnectionCommand {
+    /// Issue a connection; prints the token (shown only this once), `{id, token, ...}` with `--json`.
+    Create {
+        #[arg(long)]
+        tenant: i64,
+        /// The user whose permissions bound every call.
+        #[arg(long)]
+        issuer: i64,
+        /// Space- or comma-separated: `mcp:use` and the capabilities and elevations granted.
+        #[arg(long)]
+        scopes: String,
+        #[arg(long, default_value = "MCP connection")]
+        name: String,
+    },
+    /// Revoke a connection; it is refused from the next call on.
+    Revoke { id: i64 },
 }
 
 #[derive(Debug, Subcommand)]
@@ -377,6 +399,17 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
         AdminCommand::Key(KeyCommand::Rotate { key, issuer }) => {
             let issued = accounts::keys::rotate(conn, ApiKeyId(key), UserId(issuer), now).await?;
             (issued.plaintext.clone(), json!(issued))
+        }
+        AdminCommand::McpConnection(McpConnectionCommand::Create { tenant, issuer, scopes, name }) => {
+            let grant = ::mcp::Grant::parse(&scopes)?;
+            let issued =
+                accounts::mcp_connections::create(conn, TenantId(tenant), UserId(issuer), &name, &grant.scopes())
+                    .await?;
+            (issued.token.clone(), json!(issued))
+        }
+        AdminCommand::McpConnection(McpConnectionCommand::Revoke { id }) => {
+            let connection = accounts::mcp_connections::revoke(conn, id, now).await?;
+            (connection.id.to_string(), json!(connection))
         }
         AdminCommand::Wallet(WalletCommand::Credit { tenant, amount_minor, note }) => {
             let wallet = accounts::wallet::credit(conn, TenantId(tenant), amount_minor, note.as_deref()).await?;

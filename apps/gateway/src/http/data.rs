@@ -27,25 +27,9 @@ impl std::fmt::Display for DataError {
     }
 }
 
-/// The data error code of each kind, and whether trying again may help.
-pub fn code_of(kind: ErrorKind) -> (&'static str, bool) {
-    match kind {
-        ErrorKind::Validation => ("validation_error", false),
-        ErrorKind::Conflict => ("conflict", false),
-        ErrorKind::NotFound => ("not_found", false),
-        ErrorKind::Forbidden | ErrorKind::Unauthenticated => ("permission_denied", false),
-        ErrorKind::PaymentRequired => ("quota_exceeded", false),
-        ErrorKind::NotSupported => ("not_supported", false),
-        ErrorKind::RateLimited => ("rate_limited", true),
-        ErrorKind::ProviderFailure => ("provider_failure", true),
-        ErrorKind::Unavailable => ("temporary_failure", true),
-        ErrorKind::Internal => ("internal_error", false),
-    }
-}
-
 /// The body of a refusal.
 pub fn error_body(error: &Error) -> Value {
-    let (code, retryable) = code_of(error.kind);
+    let (code, retryable) = (error.kind.code(), error.kind.retryable());
     let mut inner = Map::new();
     let message = if error.kind == ErrorKind::Internal {
         let id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();

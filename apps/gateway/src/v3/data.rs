@@ -26,11 +26,11 @@ fn query(req: &HttpRequest) -> Result<HashMap<String, String>, DataError> {
     Ok(pairs.into_iter().collect())
 }
 
-/// The record body through the gateway's one reader (`http::json::parse`, as `Json<T>` reads
+/// The record body through the one body reader (`kernel::body::parse`, as `Json<T>` reads
 /// every other body); a malformed or mistyped body is a `validation_error` in the data
 /// envelope, which is why these routes read the bytes themselves.
 fn body(bytes: &web::Bytes) -> Result<RecordWrite, DataError> {
-    Ok(crate::http::json::parse::<RecordWrite>(bytes)?)
+    Ok(kernel::body::parse::<RecordWrite>(bytes)?)
 }
 
 fn table(raw: &str) -> Result<TableId, DataError> {

@@ -498,7 +498,7 @@ fn actor(caller: &Caller, source: &str) -> Value {
         kernel::Issuer::User { id, .. } => json!(id.0),
         _ => Value::Null,
     };
-    json!({"kind": "api_key", "id": caller.key_id.0, "name": caller.key_name, "user_id": user})
+    json!({"kind": caller.credential.as_str(), "id": caller.key_id.0, "name": caller.key_name, "user_id": user})
 }
 
 /// Marks a unique violation inside a transaction; once it is rolled back, [`DataService::taken`]

@@ -17,6 +17,7 @@ pub const GLOBAL_TABLES: &[(&str, &str)] = &[
     ("tenants", "the tenants themselves; every tenant table's tenant_id points here"),
     ("users", "key issuers: read with the key, by its hash, before the tenant is known"),
     ("api_keys", "credentials, looked up by their hash before the tenant is known"),
+    ("mcp_connections", "MCP credentials, looked up by their hash before the tenant is known"),
     ("channels", "provider routes, looked up by the callback token in a provider's URL before the tenant is known"),
     ("jobs", "the job queue: workers claim due jobs of every tenant"),
     ("rate_limit_hits", "keyed by the token's hash, before the key is even looked up"),

@@ -1,0 +1,139 @@
+//! The MCP route tree (contract: MCP transport): `/mcp/v1/{server}` for each of the contract's
+//! servers and `/mcp` for every tool, served by the `mcp` crate through `rmcp-actix-web`'s
+//! streamable HTTP transport. Stateless (every POST stands alone, so any gateway answers any
+//! request) with JSON answers. The credential is checked here, before any JSON-RPC is read:
+//! an `svc_mcp_` connection, its scopes and its issuer's current permissions, read afresh on
+//! every request; a REST key is refused with 401.
+
+use std::sync::Arc;
+
+use ::mcp::{Catalog, Grant, McpCaller, McpServer, SERVERS, Server};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use kernel::{Error, ErrorKind};
+use rmcp_actix_web::transport::{Extensions, LocalSessionManager, StreamableHttpService};
+use serde_json::json;
+
+use crate::AppState;
+
+/// Mounts every server, the specific paths first: `/mcp` is a prefix of them.
+pub fn configure(cfg: &mut web::ServiceConfig, catalog: &Arc<Catalog>, public_url: &str) {
+    for server in SERVERS {
+        let scope = transport(catalog, Some(server), public_url).scope_with_path(server.path);
+        cfg.service(scope.wrap(from_fn(authenticate)));
+    }
+    cfg.service(transport(catalog, None, public_url).scope_with_path("/mcp").wrap(from_fn(authenticate)));
+}
+
+fn transport(
+    catalog: &Arc<Catalog>,
+    server: Option<&'static Server>,
+    public_url: &str,
+) -> StreamableHttpService<McpServer> {
+    let catalog = catalog.clone();
+    let (hosts, origins) = allowed(public_url);
+    StreamableHttpService::builder()
+        .service_factory(Arc::new(move || Ok(McpServer::new(catalog.clone(), server))))
+        .session_manager(Arc::new(LocalSessionManager::default()))
+        .stateful_mode(false)
+        .json_response(true)
+        .allowed_hosts(hosts)
+        .allowed_origins(origins)
+        .on_request_fn(|req: &HttpRequest, hook: &mut Extensions| {
+            if let Some(who) = req.extensions().get::<McpCaller>() {
+                hook.insert(who.clone());
+            }
+        })
+        .build()
+}
+
+/// The hosts a request may name and the origins a browser may send it from (DNS rebinding):
+/// the public URL's and loopback's.
+fn allowed(public_url: &str) -> (Vec<String>, Vec<String>) {
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    let mut origins = vec!["http://localhost:*".to_owned(), "http://127.0.0.1:*".to_owned()];
+    if let Some((scheme, rest)) = public_url.split_once("://") {
+        let authority = rest.split('/').next().unwrap_or_default();
+        let host = authority.rsplit_once(':').map_or(authority, |(host, _)| host);
+        if !host.is_empty() {
+            hosts.push(host.to_owned());
+        }
+        origins.push(format!("{scheme}://{authority}"));
+    }
+    (hosts, origins)
+}
+
+/// Authenticates the request and counts it against the key's rate limit; refusals answer
+/// here with OAuth's bearer challenge (RFC 6750) and a JSON body.
+async fn authenticate(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    match caller(req.request()).await {
+        Ok(who) => {
+            req.extensions_mut().insert(who);
+            Ok(next.call(req).await?.map_into_boxed_body())
+        }
+        Err(error) => {
+            let response = refusal(&error);
+            Ok(req.into_response(response))
+        }
+    }
+}
+
+async fn caller(req: &HttpRequest) -> Result<McpCaller, Error> {
+    let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| Error::internal("no app state"))?;
+    let token = bearer(req)?;
+    let who = accounts::mcp_connections::authenticate(&mut *store::connect_global(&state.pool).await?, token).await?;
+    let decision = state.limiter.check(&accounts::keys::hash(token), &state.clock).await?;
+    if !decision.allowed {
+        return Err(Error::new(
+            ErrorKind::RateLimited,
+            format!(
+                "Too many requests: at most {} per minute. Retry in {} seconds.",
+                decision.limit, decision.retry_after
+            ),
+        ));
+    }
+    Ok(McpCaller { caller: who.caller, grant: Grant::stored(&who.scopes) })
+}
+
+fn bearer(req: &HttpRequest) -> Result<&str, Error> {
+    let value = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().trim();
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
+        _ if value.is_empty() => {
+            Err(Error::unauthenticated("Missing credential: send Authorization: Bearer svc_mcp_<token>."))
+        }
+        _ => Err(Error::unauthenticated("Malformed Authorization header: send Authorization: Bearer svc_mcp_<token>.")),
+    }
+}
+
+/// A refusal before any JSON-RPC: 401 with the bearer challenge, 403, 429 or 503.
+fn refusal(error: &Error) -> HttpResponse {
+    let status = crate::http::envelope::status_of(error.kind);
+    let code = match error.kind {
+        ErrorKind::Unauthenticated => "invalid_token",
+        ErrorKind::Forbidden => "access_denied",
+        kind => kind.code(),
+    };
+    let message = if error.kind == ErrorKind::Internal { "Something went wrong on our side." } else { &error.message };
+    let mut response = HttpResponse::build(status);
+    if status == StatusCode::UNAUTHORIZED {
+        let description = message.replace('"', "'");
+        response.insert_header((
+            WWW_AUTHENTICATE,
+            format!(r#"Bearer realm="mcp", error="invalid_token", error_description="{description}""#),
+        ));
+    }
+    response.json(json!({"error": code, "error_description": message}))
+}
+
+/// `GET /api-docs/mcp.json`: every server's tools, from the same definitions as `tools/list`.
+pub async fn manifest(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(state.mcp.manifest())
+}

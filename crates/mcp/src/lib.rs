@@ -1,0 +1,162 @@
+//! The MCP tools of every domain (contract: MCP transport) over the same domain services the
+//! REST routes call: the same permission checks, validation, tenant scoping, idempotency and
+//! events. No actix here: the gateway authenticates the credential and mounts [`McpServer`]
+//! through `rmcp-actix-web` at `/mcp` and `/mcp/v1/{server}`.
+//!
+//! A tool is a [`tool::Tool`]: its JSON Schemas come from the same utoipa types as the REST
+//! description, its call reads its arguments through REST's body reader
+//! (`kernel::body::parse`) and runs the service method of the REST route.
+
+pub mod handler;
+pub mod leads;
+pub mod scopes;
+pub mod servers;
+pub mod tool;
+
+use std::sync::Arc;
+
+use kernel::{Caller, Error};
+use serde_json::{Value, json};
+
+pub use handler::McpServer;
+pub use scopes::{Elevation, Grant};
+pub use servers::{SERVERS, Server};
+pub use tool::Tool;
+
+/// The domain services the tools call, built by the gateway's composition root.
+#[derive(Clone)]
+pub struct Domains {
+    pub leads: ::leads::LeadService,
+}
+
+/// Who calls a tool: the credential's caller (tenant, issuer and the issuer's current
+/// permissions, read on every request) and the scopes it was granted.
+#[derive(Debug, Clone)]
+pub struct McpCaller {
+    pub caller: Caller,
+    pub grant: Grant,
+}
+
+/// Every tool, each on its server, and the services they call.
+pub struct Catalog {
+    tools: Vec<Tool>,
+    domains: Arc<Domains>,
+}
+
+impl Catalog {
+    pub fn new(domains: Domains) -> Self {
+        Self { tools: leads::tools(), domains: Arc::new(domains) }
+    }
+
+    /// The tools of `server` (every server's on `/mcp`, `None`).
+    pub fn on(&self, server: Option<&str>) -> impl Iterator<Item = &Tool> {
+        self.tools.iter().filter(move |tool| server.is_none_or(|name| tool.server == name))
+    }
+
+    /// The tools of `server` that `who` may call now: granted the scopes, and the issuer holds
+    /// the permission.
+    pub fn usable<'a>(&'a self, server: Option<&'a str>, who: &'a McpCaller) -> impl Iterator<Item = &'a Tool> {
+        self.on(server).filter(move |tool| {
+            who.grant.admits(tool.capability(), tool.elevation).is_ok() && who.caller.allows(tool.permission.0)
+        })
+    }
+
+    pub fn find(&self, server: Option<&str>, name: &str) -> Option<&Tool> {
+        self.on(server).find(|tool| tool.name == name)
+    }
+
+    /// `/api-docs/mcp.json`: every server with its tools, as `tools/list` shows them.
+    pub fn manifest(&self) -> Value {
+        let servers: Vec<Value> = SERVERS
+            .iter()
+            .map(|server| {
+                let tools: Vec<Value> = self.on(Some(server.name)).map(Tool::describe).collect();
+                json!({
+                    "name": server.name,
+                    "path": server.path,
+                    "summary": server.summary,
+                    "capability": server.capability,
+                    "tools": tools,
+                })
+            })
+            .collect();
+        json!({
+            "endpoints": {"all": "/mcp", "server": "/mcp/v1/{server}"},
+            "scopes": {
+                "base": scopes::USE,
+                "capabilities": scopes::CAPABILITIES,
+                "elevations": Elevation::ALL.iter().map(|e| e.scope()).collect::<Vec<_>>(),
+            },
+            "servers": servers,
+        })
+    }
+
+    /// Runs `name` for `who`: the grant and the issuer's current permission are checked on
+    /// every call, then the domain service checks everything the REST route does.
+    pub async fn call(
+        &self,
+        server: Option<&str>,
+        who: &McpCaller,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<Value, Error> {
+        let tool = self.find(server, name).ok_or_else(|| Error::not_found(format!("Tool {name}")))?;
+        who.grant.admits(tool.capability(), tool.elevation)?;
+        (tool.call)(tool::Call { domains: self.domains.clone(), caller: who.caller.clone(), args }).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tool's description is an MCP `Tool` the SDK reads, with object schemas in and out
+    /// (what clients of revisions before 2026-07-28 need) and its server among the contract's.
+    #[test]
+    fn every_tool_is_a_well_formed_mcp_tool() {
+        let tools = leads::tools();
+        let mut names = std::collections::BTreeSet::new();
+        for tool in &tools {
+            assert!(names.insert(tool.name), "{} twice", tool.name);
+            assert!(servers::find(tool.server).is_some(), "{}", tool.name);
+            let described = tool.describe();
+            assert_eq!(described["inputSchema"]["type"], "object", "{}", tool.name);
+            assert_eq!(described["outputSchema"]["type"], "object", "{}", tool.name);
+            let read = handler::to_mcp(described.clone()).unwrap_or_else(|e| panic!("{}: {e:?}", tool.name));
+            assert_eq!(read.name, tool.name);
+            let again = serde_json::to_value(&read).expect("json");
+            for member in ["inputSchema", "outputSchema", "annotations", "title"] {
+                assert_eq!(again[member], described[member], "{}: {member}", tool.name);
+            }
+            // a tool that acts needs an elevation; one that reads needs none
+            assert_eq!(tool.read_only, tool.elevation.is_none(), "{}", tool.name);
+        }
+    }
+
+    /// A schema's references all point into its own `$defs`.
+    #[test]
+    fn schemas_are_self_contained() {
+        fn refs(value: &Value, found: &mut Vec<String>) {
+            match value {
+                Value::Object(members) => {
+                    if let Some(Value::String(target)) = members.get("$ref") {
+                        found.push(target.clone());
+                    }
+                    members.values().for_each(|v| refs(v, found));
+                }
+                Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+                _ => {}
+            }
+        }
+        for tool in leads::tools() {
+            for schema in [(tool.input)(), (tool.output)()] {
+                let mut found = Vec::new();
+                refs(&schema, &mut found);
+                for target in found {
+                    let name = target.strip_prefix("#/$defs/").unwrap_or_else(|| panic!("{}: {target}", tool.name));
+                    assert!(schema["$defs"].get(name).is_some(), "{}: {target} is not defined", tool.name);
+                }
+            }
+        }
+    }
+}
