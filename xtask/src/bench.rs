@@ -25,6 +25,7 @@ mod data;
 mod data_tables;
 mod explain;
 mod load;
+mod mcp;
 mod report;
 mod sql;
 mod sys;
@@ -56,6 +57,8 @@ use crate::process::{Interrupts, require_success};
 use crate::{Result, Workspace};
 
 const DATABASE: &str = "bench";
+/// What workload 14's MCP connection is granted: the leads tools, writes included.
+const MCP_SCOPES: &str = "mcp:use mcp:contacts mcp:write";
 /// Both sides share this server. Durability is off so that runs measure CPU, not the disk.
 const SETTINGS: &[&str] =
     &["fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=200", "shared_buffers=256MB"];
@@ -101,6 +104,8 @@ enum Work {
     DataPage,
     /// `POST /data/tables/{id}/records`, one record each (see [`data_tables`]).
     DataCreates,
+    /// MCP `tools/call` against the REST route of the same service method (see [`mcp`]).
+    Mcp,
 }
 
 impl Work {
@@ -108,7 +113,13 @@ impl Work {
     fn needs_contacts(self) -> bool {
         !matches!(
             self,
-            Self::Webhooks | Self::LeadUpsert | Self::ProductBatch | Self::Orders | Self::DataPage | Self::DataCreates
+            Self::Webhooks
+                | Self::LeadUpsert
+                | Self::ProductBatch
+                | Self::Orders
+                | Self::DataPage
+                | Self::DataCreates
+                | Self::Mcp
         )
     }
 }
@@ -157,7 +168,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 13] = [
+static WORKLOADS: [Workload; 14] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -343,6 +354,19 @@ static WORKLOADS: [Workload; 13] = [
         open_loop_p99_ms: None,
         raw_sql: data_tables::RAW_CREATE,
     },
+    Workload {
+        number: 14,
+        name: "MCP tools/call get_lead (REST GET /leads/{lead} as raw)",
+        work: Work::Mcp,
+        connections: report::CONNECTIONS,
+        min_ratio: Some(mcp::MIN_RATIO),
+        min_rate: None,
+        max_p99_ms: Some(mcp::MAX_P99_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: mcp::RAW_GET,
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -355,6 +379,8 @@ struct Setup {
     addr: String,
     tenant: i64,
     key: String,
+    /// The MCP connection of the key's issuer (workload 14).
+    mcp_token: String,
     /// The tenant's sandbox SMS channel and sender id.
     route: SmsRoute,
     campaign_contacts: u64,
@@ -441,6 +467,9 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
     let user = ["admin", "user", "create", "--tenant", &tenant, "--name", "Bench", "--permissions", "all"];
     let user = admin(interrupts, command(&user)).await?;
     let key = admin(interrupts, command(&["admin", "key", "create", "--tenant", &tenant, "--issuer", &user])).await?;
+    let connection =
+        ["admin", "mcp-connection", "create", "--tenant", &tenant, "--issuer", &user, "--scopes", MCP_SCOPES];
+    let mcp_token = admin(interrupts, command(&connection)).await?;
     let route = sms_account(interrupts, &command, &tenant).await?;
 
     let gateway_log = out_dir.join("gateway.log");
@@ -454,6 +483,7 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         addr: format!("127.0.0.1:{}", pg::free_port()?),
         tenant: tenant.parse().map_err(|_| format!("`gateway admin tenant create` printed {tenant:?}, not an id"))?,
         key,
+        mcp_token,
         route,
         campaign_contacts: if quick { QUICK_CAMPAIGN_CONTACTS } else { CAMPAIGN_CONTACTS },
         webhook_deliveries: if quick { QUICK_WEBHOOK_DELIVERIES } else { WEBHOOK_DELIVERIES },
@@ -586,7 +616,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
     // closed runs' 32, a burst past them closed its extra connections on return and opened new
     // ones for the next burst, and an open loop measured the churn (GET /me at half its rate
     // had a p50 of 98 ms).
-    let api = Arc::new(Api::new(&setup.addr, &setup.key, OPEN_LOOP_IN_FLIGHT)?);
+    let api = Arc::new(Api::new(&setup.addr, &setup.key, OPEN_LOOP_IN_FLIGHT)?.with_mcp(&setup.mcp_token));
     let db = sql::connect(&setup.database_url).await?;
     let version: String = db.query_one("SHOW server_version", &[]).await?.get(0);
     let key_hash: Vec<u8> = db
@@ -617,6 +647,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             Work::Orders => vec![run.orders(workload).await?],
             Work::DataPage => run.data_page(workload).await?,
             Work::DataCreates => vec![run.data_creates(workload).await?],
+            Work::Mcp => run.mcp(workload).await?,
             _ => Vec::new(),
         };
         if !own.is_empty() {
@@ -763,7 +794,8 @@ impl Run<'_> {
             | Work::ProductBatch
             | Work::Orders
             | Work::DataPage
-            | Work::DataCreates => 0,
+            | Work::DataCreates
+            | Work::Mcp => 0,
         })
     }
 
@@ -876,9 +908,11 @@ impl Run<'_> {
             | Work::ProductBatch
             | Work::Orders
             | Work::DataPage
-            | Work::DataCreates => {
+            | Work::DataCreates
+            | Work::Mcp => {
                 return Err(
-                    "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+                    "the campaign, webhook, commerce, data-table and MCP workloads run on their own (see measure)"
+                        .into(),
                 );
             }
         };
@@ -919,9 +953,15 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
             let api = Arc::clone(&api);
             Box::pin(async move { api.lead_upsert(op.seq).await })
         }),
-        Work::Campaign | Work::Webhooks | Work::ProductBatch | Work::Orders | Work::DataPage | Work::DataCreates => {
+        Work::Campaign
+        | Work::Webhooks
+        | Work::ProductBatch
+        | Work::Orders
+        | Work::DataPage
+        | Work::DataCreates
+        | Work::Mcp => {
             return Err(
-                "the campaign, webhook, commerce and data-table workloads run on their own (see measure)".into()
+                "the campaign, webhook, commerce, data-table and MCP workloads run on their own (see measure)".into()
             );
         }
     };

@@ -18,11 +18,17 @@ use crate::Result;
 
 /// How a failed message shows in a send's answer.
 const FAILED: &[u8] = b"\"status\":\"failed\"";
+/// How a refused tool call shows in its answer.
+const IS_ERROR: &[u8] = b"\"isError\":true";
+/// A JSON-RPC answer that is no error.
+const RESULT: &[u8] = b"\"result\"";
 
 pub struct Api {
     client: Client,
     base: String,
     authorization: String,
+    /// The MCP connection's, for workload 14.
+    mcp_authorization: String,
 }
 
 impl Api {
@@ -34,7 +40,17 @@ impl Api {
             .no_proxy()
             .timeout(Duration::from_secs(60))
             .build()?;
-        Ok(Self { client, base: format!("http://{addr}"), authorization: format!("Bearer {key}") })
+        Ok(Self {
+            client,
+            base: format!("http://{addr}"),
+            authorization: format!("Bearer {key}"),
+            mcp_authorization: String::new(),
+        })
+    }
+
+    /// The same client, MCP calls made with the connection `token`.
+    pub fn with_mcp(self, token: &str) -> Self {
+        Self { mcp_authorization: format!("Bearer {token}"), ..self }
     }
 
     /// Whether `GET /ready` answers 200.
@@ -49,7 +65,16 @@ impl Api {
         request: reqwest::RequestBuilder,
         expected: StatusCode,
     ) -> std::result::Result<impl AsRef<[u8]>, OpError> {
-        let response = request.header("authorization", &self.authorization).send().await?;
+        self.call_as(request, expected, &self.authorization).await
+    }
+
+    async fn call_as(
+        &self,
+        request: reqwest::RequestBuilder,
+        expected: StatusCode,
+        authorization: &str,
+    ) -> std::result::Result<impl AsRef<[u8]>, OpError> {
+        let response = request.header("authorization", authorization).send().await?;
         let status = response.status();
         let body = response.bytes().await?;
         if status != expected {
@@ -134,6 +159,34 @@ impl Api {
         let body = json!({ "name": upsert.name, "phone": upsert.phone, "company": upsert.company });
         let expected = if upsert.existing { StatusCode::OK } else { StatusCode::CREATED };
         self.call(self.post("/leads", &body), expected).await?;
+        Ok(())
+    }
+
+    /// `GET /leads/{lead}`.
+    pub async fn get_lead(&self, lead: &str) -> OpResult {
+        self.call(self.get(&format!("/leads/{lead}")), StatusCode::OK).await?;
+        Ok(())
+    }
+
+    /// `tools/call` of `tool` on the `contacts` MCP server, stateless (revision 2025-11-25, no
+    /// session), as a remote MCP client sends it; Err unless the tool answered without error.
+    pub async fn mcp_tool(&self, tool: &str, arguments: Value) -> OpResult {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments}});
+        let request = self
+            .client
+            .post(format!("{}/mcp/v1/contacts", self.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        let answer = self.call_as(request, StatusCode::OK, &self.mcp_authorization).await?;
+        let answer = answer.as_ref();
+        let has = |part: &[u8]| answer.windows(part.len()).any(|w| w == part);
+        if has(IS_ERROR) || !has(RESULT) {
+            return Err(
+                format!("{tool}: {}", String::from_utf8_lossy(answer).chars().take(300).collect::<String>()).into()
+            );
+        }
         Ok(())
     }
 
