@@ -71,19 +71,26 @@ impl Services {
             keyring.clone(),
         )?;
         let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
-        let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains { leads: leads.clone() }));
+        let contacts = contacts::ContactService::new(pool.clone(), clock.clone());
+        let messaging =
+            messaging::MessagingService::new(pool.clone(), clock.clone(), gateways, config.messaging.clone());
+        let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
+        let data = data_tables::DataService::new(pool.clone(), clock, config.public_url.clone());
+        let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
+            pool,
+            contacts: contacts.clone(),
+            messaging: messaging.clone(),
+            leads: leads.clone(),
+            commerce: commerce.clone(),
+            data: data.clone(),
+        }));
         Ok(Self {
-            contacts: contacts::ContactService::new(pool.clone(), clock.clone()),
-            messaging: messaging::MessagingService::new(
-                pool.clone(),
-                clock.clone(),
-                gateways,
-                config.messaging.clone(),
-            ),
+            contacts,
+            messaging,
             webhooks,
             leads,
-            commerce: commerce::CommerceService::new(pool.clone(), clock.clone()),
-            data: data_tables::DataService::new(pool, clock, config.public_url.clone()),
+            commerce,
+            data,
             mcp,
             public_url: config.public_url.clone(),
             keyring,

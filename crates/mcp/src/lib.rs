@@ -7,10 +7,17 @@
 //! description, its call reads its arguments through REST's body reader
 //! (`kernel::body::parse`) and runs the service method of the REST route.
 
+pub mod account;
+pub mod contacts;
+pub mod data;
 pub mod handler;
 pub mod leads;
+pub mod messaging;
+pub mod navigate;
+pub mod orders;
 pub mod scopes;
 pub mod servers;
+pub mod shop;
 pub mod tool;
 
 use std::sync::Arc;
@@ -26,7 +33,30 @@ pub use tool::Tool;
 /// The domain services the tools call, built by the gateway's composition root.
 #[derive(Clone)]
 pub struct Domains {
+    /// For the account reads, which are functions over a tenant's connection.
+    pub pool: store::Pool,
+    pub contacts: ::contacts::ContactService,
+    pub messaging: ::messaging::MessagingService,
     pub leads: ::leads::LeadService,
+    pub commerce: ::commerce::CommerceService,
+    pub data: data_tables::DataService,
+}
+
+/// Every domain's tools, in the order `tools/list` shows them.
+pub fn all_tools() -> Vec<Tool> {
+    [
+        contacts::tools(),
+        leads::tools(),
+        messaging::tools(),
+        orders::tools(),
+        shop::tools(),
+        data::tools(),
+        account::tools(),
+        navigate::tools(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Who calls a tool: the credential's caller (tenant, issuer and the issuer's current
@@ -45,7 +75,7 @@ pub struct Catalog {
 
 impl Catalog {
     pub fn new(domains: Domains) -> Self {
-        Self { tools: leads::tools(), domains: Arc::new(domains) }
+        Self { tools: all_tools(), domains: Arc::new(domains) }
     }
 
     /// The tools of `server` (every server's on `/mcp`, `None`).
@@ -114,7 +144,7 @@ mod tests {
     /// (what clients of revisions before 2026-07-28 need) and its server among the contract's.
     #[test]
     fn every_tool_is_a_well_formed_mcp_tool() {
-        let tools = leads::tools();
+        let tools = all_tools();
         let mut names = std::collections::BTreeSet::new();
         for tool in &tools {
             assert!(names.insert(tool.name), "{} twice", tool.name);
@@ -148,7 +178,7 @@ mod tests {
                 _ => {}
             }
         }
-        for tool in leads::tools() {
+        for tool in all_tools() {
             for schema in [(tool.input)(), (tool.output)()] {
                 let mut found = Vec::new();
                 refs(&schema, &mut found);

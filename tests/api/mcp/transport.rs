@@ -1,111 +1,12 @@
-//! MCP (issue 16): the transport at `/mcp/v1/{server}` and `/mcp`, `svc_mcp_` connections, scopes
-//! and elevations, and the leads tools, driven end to end by the official SDK's client (`rmcp`,
-//! streamable HTTP) against the gateway on a loopback port, on PostgreSQL.
+//! The transport, the connections and the leads tools (issue 16), through the official SDK's
+//! client against the gateway on a loopback port, on PostgreSQL.
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{Service, ServiceResponse};
-use api_tests::{Listening, TestApp, json};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
-};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::Value;
 
-type Client = RunningService<RoleClient, ClientConfig>;
-
-/// Every leads permission.
-const MANAGER: &str = "leads.view,leads.edit,leads.assign,leads.delete,leads.settings,leads.data.all";
-/// Every scope the leads tools need.
-const LEADS_SCOPES: &str = "mcp:use mcp:contacts mcp:write";
-
-const LEADS_TOOLS: [&str; 10] = [
-    "find_leads",
-    "get_lead",
-    "list_lead_labels",
-    "upsert_lead",
-    "update_lead",
-    "set_lead_stage",
-    "add_lead_labels",
-    "remove_lead_labels",
-    "add_lead_note",
-    "assign_lead",
-];
-
-fn transport(server: &Listening, path: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}{path}", server.url)).auth_header(token);
-    StreamableHttpClientTransport::from_config(config)
-}
-
-/// A client that negotiated `version` through `initialize` with the server at `path`.
-async fn connect_as(server: &Listening, path: &str, token: &str, version: ProtocolVersion) -> Client {
-    ClientConfig::new(ClientCapabilities::default(), Implementation::new("svc-tests", "0.0.0"))
-        .with_protocol_version(version)
-        .serve(transport(server, path, token))
-        .await
-        .expect("the MCP handshake")
-}
-
-async fn connect(server: &Listening, path: &str, token: &str) -> Client {
-    connect_as(server, path, token, ProtocolVersion::V_2025_11_25).await
-}
-
-async fn tool_names(client: &Client) -> Vec<String> {
-    let mut names: Vec<String> =
-        client.list_all_tools().await.expect("tools/list").into_iter().map(|t| t.name.to_string()).collect();
-    names.sort();
-    names
-}
-
-fn sorted(names: &[&str]) -> Vec<String> {
-    let mut names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-    names.sort();
-    names
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let args = args.as_object().cloned().expect("arguments are an object");
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {tool}: {e}"))
-}
-
-/// A successful call's structured content.
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let result = call(client, tool, args).await;
-    assert_ne!(result.is_error, Some(true), "{tool} refused: {result:?}");
-    result.structured_content.unwrap_or_else(|| panic!("{tool} answered no structured content"))
-}
-
-/// A refused call's `error` object (code, message, errors, reason).
-async fn refused(client: &Client, tool: &str, args: Value) -> Value {
-    let result = call(client, tool, args).await;
-    assert_eq!(result.is_error, Some(true), "{tool} was not refused: {result:?}");
-    let text = result.content.iter().find_map(|c| c.as_text()).map(|t| t.text.clone()).expect("a text content");
-    let body: Value = serde_json::from_str(&text).expect("the refusal is JSON");
-    body["error"].clone()
-}
-
-/// A tenant whose user holds `permissions`, and a connection of theirs with `scopes`.
-async fn account<S, B>(app: &TestApp<S>, permissions: &str, scopes: &str) -> (kernel::TenantId, kernel::UserId, String)
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    let tenant = app.tenant("Acme").await;
-    let user = app.user(tenant, permissions).await;
-    let token = app.mcp_connection(tenant, user, scopes).await;
-    (tenant, user, token)
-}
-
-async fn new_lead(client: &Client, phone: &str) -> String {
-    let upserted = ok(client, "upsert_lead", json!({"name": "Amina Juma", "phone": phone})).await;
-    assert_eq!(upserted["created"], true, "{upserted}");
-    upserted["lead"]["id"].as_str().expect("lead id").to_owned()
-}
+use super::support::*;
+use api_tests::json;
 
 #[actix_web::test]
 async fn every_contract_server_answers_and_the_contacts_server_lists_the_leads_tools() {
@@ -130,7 +31,7 @@ async fn every_contract_server_answers_and_the_contacts_server_lists_the_leads_t
     assert_eq!(get.input_schema["required"], json!(["lead"]));
 
     // a server whose domain is not built yet: a handshake and no tools, never a transport error
-    for name in ["ivr", "payments", "navigate", "account"] {
+    for name in ["ivr", "payments", "flows", "calls"] {
         let other = connect(&server, &format!("/mcp/v1/{name}"), &token).await;
         let info = other.peer_info().expect("info");
         assert_eq!(info.server_info.as_ref().map(|i| i.name.clone()), Some(format!("svc-{name}")));
@@ -313,23 +214,6 @@ async fn another_tenants_lead_is_not_found_through_every_tool() {
     assert_eq!(ok(&client, "find_leads", json!({"status": "all"})).await["pagination"]["total"], 0);
     // the same person upserted by the stranger is the stranger's own new lead
     assert_ne!(new_lead(&client, "0712000008").await, lead);
-}
-
-/// Raw HTTP, as a client that is not the SDK would send it.
-async fn post(server: &Listening, path: &str, token: Option<&str>, body: Value) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(format!("{}{path}", server.url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&body);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    request.send().await.expect("request")
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
 }
 
 #[actix_web::test]

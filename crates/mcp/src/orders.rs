@@ -1,0 +1,8 @@
+//! The `orders` tools: list, read, create, set status, over `commerce::CommerceService`.
+
+use crate::tool::Tool;
+
+/// This domain's tools.
+pub fn tools() -> Vec<Tool> {
+    Vec::new()
+}

@@ -1,0 +1,1 @@
+//! The `account` tools through the SDK's client.

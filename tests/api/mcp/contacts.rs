@@ -1,0 +1,1 @@
+//! The `contacts` tools through the SDK's client.

@@ -1,0 +1,1 @@
+//! The `data` tools through the SDK's client.

@@ -1,0 +1,1 @@
+//! The `messaging` tools through the SDK's client.

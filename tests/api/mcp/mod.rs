@@ -1,0 +1,12 @@
+//! MCP (issue 16): the transport at `/mcp/v1/{server}` and `/mcp`, `svc_mcp_` connections, scopes
+//! and elevations, and every domain's tools, driven end to end by the official SDK's client
+//! (`rmcp`, streamable HTTP) against the gateway on a loopback port, on PostgreSQL.
+
+mod account;
+mod contacts;
+mod data;
+mod messaging;
+mod orders;
+mod shop;
+mod support;
+mod transport;

@@ -1,0 +1,1 @@
+//! The `orders` tools through the SDK's client.

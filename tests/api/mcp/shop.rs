@@ -1,0 +1,1 @@
+//! The `shop` tools through the SDK's client.
