@@ -93,7 +93,8 @@ pub struct McpCaller {
 }
 
 /// Turns an `svc_mcp_` token into its caller: 401 for a missing, unknown, revoked or
-/// wrong-kind credential (a REST key included); 403 for a suspended or inactive account.
+/// wrong-kind credential (a REST key included); 403 for a suspended or inactive account or a
+/// deactivated issuer.
 pub async fn authenticate(conn: &mut Conn, token: &str) -> Result<McpCaller, Error> {
     if !token.starts_with(MCP_PREFIX) {
         return Err(Error::unauthenticated("REST API keys are not accepted by MCP servers; use an MCP connection."));
@@ -131,6 +132,10 @@ pub async fn authenticate(conn: &mut Conn, token: &str) -> Result<McpCaller, Err
         return Err(Error::forbidden(format!("This account is {tenant_status}.")));
     }
     let (user_id, user_name, active, all, names) = user;
+    // a connection does only what its person may do: a deactivated person, nothing
+    if !active {
+        return Err(Error::forbidden("The connection's issuer is deactivated."));
+    }
     let caller = Caller {
         tenant_id: TenantId(tenant_id),
         calling_code,

@@ -127,7 +127,7 @@ impl ColumnType {
 }
 
 /// One state of a status column.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct State {
     pub key: String,

@@ -17,7 +17,7 @@ use crate::filter::System;
 use crate::service::{TableRow, View, load_all, reader};
 use crate::{DataService, HISTORY_PAGE, PAGE_DEFAULT, PAGE_MAX, RECORD_BYTES, SEARCH_COLUMNS, filter};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct GroupRef {
     pub id: Uuid,
     pub slug: String,
@@ -25,7 +25,7 @@ pub struct GroupRef {
 }
 
 /// A table in lists.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TableSummary {
     pub id: Uuid,
     pub name: String,
@@ -39,7 +39,7 @@ pub struct TableSummary {
     pub updated_at: OffsetDateTime,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Tables {
     pub tables: Vec<TableSummary>,
 }

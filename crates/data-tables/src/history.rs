@@ -12,34 +12,40 @@ use time::OffsetDateTime;
 
 use crate::DataService;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Change {
     pub column: String,
     pub label: String,
+    /// The value before; null when it was empty or is masked.
     pub from: Value,
+    /// The value after; null when it is empty or masked.
     pub to: Value,
     /// The values are hidden from this caller (present only then).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub masked: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Entry {
     pub id: i64,
+    /// `created`, `updated` or `deleted`.
     pub action: String,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     pub source: String,
+    /// Who made the change: `{kind, id, name, user_id}` (`kind` `api_key` or `mcp_connection`).
+    #[schema(value_type = Object)]
     pub actor: Value,
     pub changes: Vec<Change>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct History {
     pub entries: Vec<Entry>,
     pub has_more: bool,
     pub next_before: Option<i64>,
     /// The key and label of every column the entries name.
+    #[schema(value_type = Vec<Object>)]
     pub columns: Vec<Value>,
 }
 

@@ -31,6 +31,12 @@ impl DataService {
         Self { pool, clock, public_url, file_key: Arc::default() }
     }
 
+    /// The service's time: what a named overview range ends at (`groups::parse_range`) for a
+    /// caller that has no clock of its own (the MCP tools).
+    pub fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+
     /// A connection that sees `tenant`'s rows only (row-level security).
     pub(crate) async fn conn(&self, tenant: kernel::TenantId) -> Result<store::PooledConn> {
         store::connect(&self.pool, tenant).await

@@ -46,7 +46,7 @@ pub fn check(column: &Column, view: &View, from: Option<&str>, to: Option<&str>)
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Move {
     pub from: String,
     pub to: String,
@@ -55,7 +55,7 @@ pub struct Move {
     pub allowed: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct StatusField {
     pub key: String,
     pub label: String,
@@ -66,7 +66,7 @@ pub struct StatusField {
     pub moves: Vec<Move>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct States {
     pub fields: Vec<StatusField>,
 }

@@ -11,11 +11,13 @@ use leads::ops::{Assignment, LeadPatch, NewNote, Note};
 use leads::stage::StageChange;
 use leads::{Lead, LeadId, UpsertLead, Upserted};
 use serde_json::{Value, json};
-use store::idempotency::{Answer, Key};
-use utoipa::openapi::path::ParameterIn;
+use store::idempotency::Answer;
 
 use crate::scopes::Elevation;
-use crate::tool::{Call, Tool, answer, idempotency_key, list_of, object, schema_of, uuid, with_def, with_members};
+use crate::tool::{
+    Call, Tool, answer, idempotency_key, key_refusal, list_of, object, params_of, query_input, schema_of, uuid,
+    with_def, with_members,
+};
 
 const SERVER: &str = "contacts";
 
@@ -28,7 +30,7 @@ pub fn tools() -> Vec<Tool> {
             description: "The leads the issuer may see, newest activity first (20 a page): open ones unless status says otherwise; filter by stage, label, channel, assignee, creator, text (q) and dates, as GET /leads does.",
             server: SERVER,
             elevation: None,
-            permission: Permission::LEADS_VIEW,
+            permission: Some(Permission::LEADS_VIEW),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -42,7 +44,7 @@ pub fn tools() -> Vec<Tool> {
             description: "One lead by its id, with the person's identities and a possible duplicate.",
             server: SERVER,
             elevation: None,
-            permission: Permission::LEADS_VIEW,
+            permission: Some(Permission::LEADS_VIEW),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -56,7 +58,7 @@ pub fn tools() -> Vec<Tool> {
             description: "The workspace's lead labels with how many leads carry each.",
             server: SERVER,
             elevation: None,
-            permission: Permission::LEADS_VIEW,
+            permission: Some(Permission::LEADS_VIEW),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -70,7 +72,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Creates the lead of a person found by phone (any common form) or email, or updates the person's open lead; created says which.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: false,
@@ -84,7 +86,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Changes a lead's fields (null clears), archives or restores it.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: true,
@@ -98,7 +100,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Moves a lead to any stage, reopening included; lost and unqualified need a reason.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: true,
@@ -112,7 +114,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Puts labels on a lead by name (any case); a name the workspace lacks is created.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: true,
@@ -126,7 +128,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Takes the named labels (any case) off a lead; the labels themselves stay.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: true,
@@ -140,7 +142,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Adds a note to the lead's timeline.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_EDIT,
+            permission: Some(Permission::LEADS_EDIT),
             read_only: false,
             destructive: false,
             idempotent: false,
@@ -154,7 +156,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Assigns the lead to a user of the workspace, or to the pool with user_id null.",
             server: SERVER,
             elevation: Some(Elevation::Write),
-            permission: Permission::LEADS_ASSIGN,
+            permission: Some(Permission::LEADS_ASSIGN),
             read_only: false,
             destructive: false,
             idempotent: true,
@@ -165,25 +167,9 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
-/// `find_leads` reads the members of `GET /leads`' query: its filters and its page.
+/// `find_leads` reads the members of `GET /leads`' query: its page and its filters.
 fn find_input() -> Value {
-    let mut members = Vec::new();
-    for params in [
-        <PageQuery as utoipa::IntoParams>::into_params(|| Some(ParameterIn::Query)),
-        <LeadFilter as utoipa::IntoParams>::into_params(|| Some(ParameterIn::Query)),
-    ] {
-        for param in params {
-            let param = serde_json::to_value(param).unwrap_or(Value::Null);
-            let Some(name) = param["name"].as_str() else { continue };
-            let mut schema = param.get("schema").cloned().unwrap_or_else(|| json!({}));
-            if let (Some(object), Some(description)) = (schema.as_object_mut(), param.get("description")) {
-                object.insert("description".into(), description.clone());
-            }
-            members.push((name.to_owned(), schema));
-        }
-    }
-    let members: Vec<(&str, Value, bool)> = members.iter().map(|(n, s)| (n.as_str(), s.clone(), false)).collect();
-    object(&members)
+    query_input(&[], [params_of::<PageQuery>(), params_of::<LeadFilter>()].concat())
 }
 
 fn lead_id(call: &mut Call) -> Result<LeadId, Error> {
@@ -208,21 +194,9 @@ async fn list_lead_labels(call: Call) -> Result<Value, Error> {
 }
 
 async fn upsert_lead(mut call: Call) -> Result<Value, Error> {
-    let key = match call.take_optional_text("idempotency_key")? {
-        Some(raw) => {
-            Key::parse(&raw).map_err(|e| e.with_field("idempotency_key", "The idempotency key is invalid."))?
-        }
-        None => None,
-    };
+    let key = call.take_idempotency_key()?;
     let body: UpsertLead = call.body()?;
-    // the header's refusals name the header; here the key is an argument
-    let outcome = call.domains.leads.upsert(&call.caller, body, key).await.map_err(|mut e| {
-        if let Some(messages) = e.errors.remove("Idempotency-Key") {
-            e.errors.insert("idempotency_key".into(), messages);
-        }
-        e
-    })?;
-    match outcome {
+    match call.domains.leads.upsert(&call.caller, body, key).await.map_err(key_refusal)? {
         Answer::Done(upserted) => answer(upserted),
         Answer::Replay(first) => Ok(first),
     }

@@ -84,10 +84,11 @@ impl Catalog {
     }
 
     /// The tools of `server` that `who` may call now: granted the scopes, and the issuer holds
-    /// the permission.
+    /// the permission (a tool that needs none, only the tenant credential, is always usable).
     pub fn usable<'a>(&'a self, server: Option<&'a str>, who: &'a McpCaller) -> impl Iterator<Item = &'a Tool> {
         self.on(server).filter(move |tool| {
-            who.grant.admits(tool.capability(), tool.elevation).is_ok() && who.caller.allows(tool.permission.0)
+            who.grant.admits(tool.capability(), tool.elevation).is_ok()
+                && tool.permission.is_none_or(|permission| who.caller.allows(permission.0))
         })
     }
 

@@ -1,8 +1,123 @@
-//! The `orders` tools: list, read, create, set status, over `commerce::CommerceService`.
+//! The `orders` tools: list, read, create, set status, over `commerce::CommerceService`, each
+//! calling the method its REST route (`apps/gateway/src/v3/orders.rs`) calls, with the same
+//! permission (`communications.catalogue.view` to read, `.manage` to write).
 
-use crate::tool::Tool;
+use commerce::orders::{NewOrder, OrderFilter, StatusChange};
+use commerce::{CatalogueId, Order, OrderId};
+use kernel::page::PageQuery;
+use kernel::{Error, Page, PageRequest, Permission, parse_id};
+use serde_json::Value;
+use store::idempotency::Answer;
 
-/// This domain's tools.
+use crate::scopes::Elevation;
+use crate::tool::{
+    Call, Tool, answer, idempotency_key, key_refusal, numeric_id, object, params_of, query_input, schema_of, with_def,
+    with_members,
+};
+
+const SERVER: &str = "orders";
+
+/// The orders tools.
 pub fn tools() -> Vec<Tool> {
-    Vec::new()
+    vec![
+        Tool {
+            name: "list_orders",
+            title: "List orders",
+            description: "The workspace's orders from every platform, newest change first (25 a page): filter by status, platform, catalogue_id and updated_since, as GET /catalogues/orders does.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            input: list_orders_input,
+            output: || with_def::<Order>(schema_of::<Page<Order>>()),
+            call: |call| Box::pin(list_orders(call)),
+        },
+        Tool {
+            name: "get_order",
+            title: "Get an order",
+            description: "One order by its id: its lines priced and frozen, its status, its total and what it holds of the stock.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            input: || object(&[("order", numeric_id("The order's id."), true)]),
+            output: schema_of::<Order>,
+            call: |call| Box::pin(get_order(call)),
+        },
+        Tool {
+            name: "create_order",
+            title: "Create an order",
+            description: "Takes a manual or storefront order in a shop, as POST /catalogues/{catalogue}/orders does: 1 to 100 lines by sku (retailer_id accepted) and quantity, priced and frozen now; stock is held for the lines (the shop's stock policy says how); the order starts pending.",
+            server: SERVER,
+            elevation: Some(Elevation::Write),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            input: || {
+                with_members(
+                    schema_of::<NewOrder>(),
+                    &[("catalogue", numeric_id("The shop's id."), true), ("idempotency_key", idempotency_key(), false)],
+                )
+            },
+            output: schema_of::<Order>,
+            call: |call| Box::pin(create_order(call)),
+        },
+        Tool {
+            name: "set_order_status",
+            title: "Set an order's status",
+            description: "Moves an order to any status from any status (pending, confirmed, processing, shipped, delivered, cancelled, refunded), with its stock effects; refunded moves no money; the same status again changes nothing.",
+            server: SERVER,
+            elevation: Some(Elevation::Write),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            input: || with_members(schema_of::<StatusChange>(), &[("order", numeric_id("The order's id."), true)]),
+            output: schema_of::<Order>,
+            call: |call| Box::pin(set_order_status(call)),
+        },
+    ]
+}
+
+/// `GET /catalogues/orders`' query: its page and its filters.
+fn list_orders_input() -> Value {
+    let mut params = params_of::<PageQuery>();
+    params.extend(params_of::<OrderFilter>());
+    query_input(&[], params)
+}
+
+async fn list_orders(call: Call) -> Result<Value, Error> {
+    let members = list_orders_input();
+    let page: PageQuery = call.query(&members)?;
+    let filter: OrderFilter = call.query(&members)?;
+    let page = PageRequest::parse(&page, commerce::orders::PER_PAGE)?;
+    answer(call.domains.commerce.list_orders(&call.caller, &filter, page).await?)
+}
+
+async fn get_order(mut call: Call) -> Result<Value, Error> {
+    let order: OrderId = parse_id(&call.take_path("order")?, "Order")?;
+    answer(call.domains.commerce.get_order(&call.caller, order).await?)
+}
+
+async fn create_order(mut call: Call) -> Result<Value, Error> {
+    let catalogue = call.take_path("catalogue")?;
+    let key = call.take_idempotency_key()?;
+    let body: NewOrder = call.body()?;
+    let catalogue: CatalogueId = parse_id(&catalogue, "Catalogue")?;
+    let order = call.domains.commerce.create_order(&call.caller, catalogue, body, key).await.map_err(key_refusal)?;
+    match order {
+        Answer::Done(order) => answer(order),
+        Answer::Replay(first) => Ok(first),
+    }
+}
+
+async fn set_order_status(mut call: Call) -> Result<Value, Error> {
+    let order: OrderId = parse_id(&call.take_path("order")?, "Order")?;
+    let change: StatusChange = call.body()?;
+    answer(call.domains.commerce.set_order_status(&call.caller, order, change).await?)
 }

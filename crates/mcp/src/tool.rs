@@ -34,7 +34,9 @@ pub struct Tool {
     /// The elevation it needs on top of its server's capability.
     pub elevation: Option<Elevation>,
     /// The permission the REST route needs; tools the issuer lacks it for are not listed.
-    pub permission: Permission,
+    /// `None`: the route needs the tenant credential only (contract: Authentication, "Legacy
+    /// messaging, campaigns, profile, balance"); `_meta.permission` is then null.
+    pub permission: Option<Permission>,
     pub read_only: bool,
     pub destructive: bool,
     pub idempotent: bool,
@@ -49,10 +51,17 @@ impl Tool {
         crate::servers::find(self.server).map_or("mcp:navigate", |s| s.capability)
     }
 
-    /// The tool as `tools/list` and the manifest show it (MCP's `Tool` object).
-    pub fn describe(&self) -> Value {
+    /// The scopes a connection needs to call it: the base grant, the capability and maybe an
+    /// elevation.
+    pub fn scopes(&self) -> Vec<&'static str> {
         let mut scopes = vec![crate::scopes::USE, self.capability()];
         scopes.extend(self.elevation.map(Elevation::scope));
+        scopes
+    }
+
+    /// The tool as `tools/list` and the manifest show it (MCP's `Tool` object).
+    pub fn describe(&self) -> Value {
+        let scopes = self.scopes();
         json!({
             "name": self.name,
             "title": self.title,
@@ -66,7 +75,7 @@ impl Tool {
                 "idempotentHint": self.idempotent,
                 "openWorldHint": false,
             },
-            "_meta": {"scopes": scopes, "permission": self.permission.0, "server": self.server},
+            "_meta": {"scopes": scopes, "permission": self.permission.map(|p| p.0), "server": self.server},
         })
     }
 }
@@ -245,4 +254,64 @@ impl Call {
 /// A service's answer as structured content.
 pub fn answer<T: serde::Serialize>(value: T) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(Error::internal)
+}
+
+/// A numeric id member: the id a REST path carries (`{catalogue}`, `{order}`).
+pub fn numeric_id(description: &str) -> Value {
+    json!({"type": "integer", "minimum": 1, "description": description})
+}
+
+/// The members of a REST query type (`PageQuery`, a list's filter) as its `IntoParams` describes
+/// them.
+pub fn params_of<P: utoipa::IntoParams>() -> Vec<utoipa::openapi::path::Parameter> {
+    P::into_params(|| Some(utoipa::openapi::path::ParameterIn::Query))
+}
+
+/// An object schema of `extra` members (the ids a REST path carries) and the query `params`,
+/// each with its schema and description, none of those required.
+pub fn query_input(extra: &[(&str, Value, bool)], params: Vec<utoipa::openapi::path::Parameter>) -> Value {
+    let mut members: Vec<(String, Value, bool)> =
+        extra.iter().map(|(name, schema, needed)| ((*name).to_owned(), schema.clone(), *needed)).collect();
+    for param in params {
+        let param = serde_json::to_value(param).unwrap_or(Value::Null);
+        let Some(name) = param["name"].as_str() else { continue };
+        let mut schema = param.get("schema").cloned().unwrap_or_else(|| json!({}));
+        if let (Some(object), Some(description)) = (schema.as_object_mut(), param.get("description")) {
+            object.insert("description".into(), description.clone());
+        }
+        members.push((name.to_owned(), schema, false));
+    }
+    let members: Vec<(&str, Value, bool)> = members.iter().map(|(n, s, r)| (n.as_str(), s.clone(), *r)).collect();
+    object(&members)
+}
+
+/// A refusal of the `Idempotency-Key` header named after the argument that carries the key.
+pub fn key_refusal(mut error: Error) -> Error {
+    if let Some(messages) = error.errors.remove("Idempotency-Key") {
+        error.errors.insert("idempotency_key".into(), messages);
+    }
+    error
+}
+
+impl Call {
+    /// Takes an id member as the REST path carries it, text: a string, or a whole number written
+    /// as text; then read with `kernel::parse_id` as the route reads its path (an id that names
+    /// nothing is not found).
+    pub fn take_path(&mut self, name: &str) -> Result<String, Error> {
+        match self.args.remove(name) {
+            Some(Value::String(text)) => Ok(text),
+            Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Ok(number.to_string()),
+            None | Some(Value::Null) => Err(Error::field(name, format!("The {name} field is required."))),
+            Some(_) => Err(Error::field(name, format!("The {name} field must be an id."))),
+        }
+    }
+
+    /// Takes `idempotency_key`, the `Idempotency-Key` header's twin: blank is none, one that is no
+    /// key is refused under `idempotency_key`.
+    pub fn take_idempotency_key(&mut self) -> Result<Option<store::idempotency::Key>, Error> {
+        match self.take_optional_text("idempotency_key")? {
+            Some(raw) => store::idempotency::Key::parse(&raw).map_err(key_refusal),
+            None => Ok(None),
+        }
+    }
 }

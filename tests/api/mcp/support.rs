@@ -127,3 +127,49 @@ pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
 }
+
+/// Reads and writes of the catalogue.
+pub(crate) const CATALOGUE_MANAGER: &str = "communications.catalogue.view,communications.catalogue.manage";
+/// Every scope the orders and shop tools need.
+pub(crate) const COMMERCE_SCOPES: &str = "mcp:use mcp:commerce mcp:write";
+
+/// A tenant with a catalogue manager, their REST key, and a shop (policy `svc`, TZS) made
+/// through REST.
+pub(crate) struct Shop {
+    pub(crate) tenant: kernel::TenantId,
+    pub(crate) user: kernel::UserId,
+    pub(crate) key: String,
+    pub(crate) id: i64,
+}
+
+/// [`Shop`] holding `products`: `(sku, price in minor units, inventory or null for untracked)`.
+pub(crate) async fn shop<S, B>(app: &TestApp<S>, products: &[(&str, i64, Value)]) -> Shop
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let tenant = app.tenant("Duka").await;
+    let user = app.user(tenant, CATALOGUE_MANAGER).await;
+    let key = app.key(tenant, user).await;
+    let body = json!({"name": "Duka Letu", "stock_policy": "svc", "default_currency": "TZS"});
+    let res = app.post("/api/v3/catalogues", &key, body).await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let id = res.data()["id"].as_i64().expect("shop id");
+    for (sku, price, inventory) in products {
+        let body = json!({"name": format!("Product {sku}"), "price": price, "inventory": inventory});
+        let res = app.put(&format!("/api/v3/catalogues/{id}/products/by-sku/{sku}"), &key, body).await;
+        assert_eq!(res.status, 201, "{}", res.body);
+    }
+    Shop { tenant, user, key, id }
+}
+
+/// `GET {path}` through REST, 200 expected: `data`.
+pub(crate) async fn rest_data<S, B>(app: &TestApp<S>, key: &str, path: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(path, key).await;
+    assert_eq!(res.status, 200, "{path}: {}", res.body);
+    res.data().clone()
+}

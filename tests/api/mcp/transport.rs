@@ -258,6 +258,14 @@ async fn credentials_other_than_a_live_connection_are_refused_before_any_json_rp
     api_tests::sql_exec(&app.pool, &format!("UPDATE tenants SET status = 'suspended' WHERE id = {}", other_tenant.0))
         .await;
     assert_eq!(post(&server, "/mcp", Some(&other), initialize()).await.status(), 403);
+    // and so is a deactivated issuer, even for the tools that need no permission
+    let (_, issuer, third) = account(&app, MANAGER, "mcp:use mcp:overview").await;
+    assert_eq!(post(&server, "/mcp/v1/account", Some(&third), initialize()).await.status(), 200);
+    accounts::users::deactivate(&mut *app.conn().await, issuer).await.expect("deactivate");
+    let res = post(&server, "/mcp/v1/account", Some(&third), initialize()).await;
+    assert_eq!(res.status(), 403);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"], "access_denied");
 }
 
 #[actix_web::test]
@@ -295,4 +303,55 @@ async fn the_manifest_is_what_tools_list_shows() {
             }
         }
     }
+}
+
+#[actix_web::test]
+async fn host_and_origin_are_checked_and_only_post_is_served() {
+    let app = api_tests::spawn().await;
+    let (_, _, token) = account(&app, MANAGER, LEADS_SCOPES).await;
+    let server = app.listen();
+    let client = reqwest::Client::new();
+    let send = |headers: &[(&str, &str)]| {
+        let mut request = client
+            .post(format!("{}/mcp/v1/contacts", server.url))
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(&token)
+            .json(&initialize());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    // a browser page elsewhere (DNS rebinding) is refused; the public URL's origin is served
+    assert_eq!(send(&[("origin", "https://evil.example")]).await.expect("send").status(), 403);
+    assert_eq!(send(&[("origin", "http://127.0.0.1:8080")]).await.expect("send").status(), 200);
+    assert_eq!(send(&[("host", "evil.example")]).await.expect("send").status(), 403);
+
+    // ping stands alone (stateless), with the revision in its header
+    let ping = client
+        .post(format!("{}/mcp/v1/contacts", server.url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .bearer_auth(&token)
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
+        .send()
+        .await
+        .expect("ping");
+    assert_eq!(ping.status(), 200);
+    let answer: Value = ping.json().await.expect("json");
+    assert_eq!((answer["id"].clone(), answer["result"].clone()), (json!(7), json!({})));
+
+    // no sessions: no event stream to open, no session to end
+    let get = client.get(format!("{}/mcp", server.url)).bearer_auth(&token).send().await.expect("get");
+    assert_eq!(get.status(), 405);
+    // a client that accepts JSON only is told what the transport needs
+    let json_only = client
+        .post(format!("{}/mcp", server.url))
+        .header("accept", "application/json")
+        .bearer_auth(&token)
+        .json(&initialize())
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(json_only.status(), 406);
 }

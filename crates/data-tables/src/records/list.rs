@@ -32,7 +32,8 @@ pub struct ListQuery {
     pub with_count: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// A page of records; `next_cursor` goes back with the same filter, q, sort and dir.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RecordPage {
     pub records: Vec<Record>,
     pub next_cursor: Option<String>,

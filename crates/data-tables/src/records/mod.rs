@@ -20,10 +20,11 @@ use crate::service::{TableKey, View, load};
 use crate::{DataService, RecordId, TableId, values};
 
 /// A record as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Record {
     pub id: Uuid,
     /// Every column of the table in order; empty and masked values are null.
+    #[schema(value_type = Object)]
     pub data: Map<String, Value>,
     pub source: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -33,6 +34,7 @@ pub struct Record {
     /// The value of the table's first text column.
     pub title: Option<String>,
     /// Each relation column's related record title.
+    #[schema(value_type = Object)]
     pub titles: Map<String, Value>,
     /// The columns this caller may not read.
     pub masked: Vec<String>,

@@ -38,6 +38,8 @@ impl RecordWrite {
 
 /// Where a record came from: `api` for the REST API (fixed afterwards).
 pub const SOURCE_API: &str = "api";
+/// Records a language-model client wrote through an MCP tool.
+pub const SOURCE_MCP: &str = "mcp";
 /// Records an operator added (demo data).
 pub const SOURCE_ADMIN: &str = "admin";
 
@@ -218,7 +220,7 @@ impl DataService {
 
     /// `POST /data/tables/{table}/records`: 201 `{record}`.
     pub async fn create_record(&self, caller: &Caller, table: TableId, body: &RecordWrite) -> Result<Record> {
-        self.insert(caller, table, body, SOURCE_API).await
+        self.insert(caller, table, body, source_of(caller)).await
     }
 
     /// Adds `records` to an empty table as the operator (`Caller::operator`, source `admin`),
@@ -480,12 +482,20 @@ impl DataService {
         .bind::<SqlUuid, _>(record)
         .bind::<Text, _>(action)
         .bind::<Jsonb, _>(changes)
-        .bind::<Text, _>(SOURCE_API)
-        .bind::<Jsonb, _>(actor(caller, SOURCE_API))
+        .bind::<Text, _>(source_of(caller))
+        .bind::<Jsonb, _>(actor(caller, source_of(caller)))
         .bind::<Timestamptz, _>(self.clock.now())
         .execute(conn)
         .await?;
         Ok(())
+    }
+}
+
+/// The source of what `caller` writes: the credential's channel.
+fn source_of(caller: &Caller) -> &'static str {
+    match caller.credential {
+        kernel::CredentialKind::RestKey => SOURCE_API,
+        kernel::CredentialKind::McpConnection => SOURCE_MCP,
     }
 }
 
