@@ -59,9 +59,19 @@ pub async fn run(workspace: &Workspace, interrupts: &mut Interrupts, addr: &str)
     let (json, key) = parse_demo(&String::from_utf8_lossy(&output.stdout))?;
     fs::write(&demo_file, format!("{json}\n"))?;
 
+    // a fresh MCP connection of the demo user each run (its token is shown only once)
+    let account: serde_json::Value = serde_json::from_str(&json)?;
+    let (tenant, user) = (account["tenant_id"].to_string(), account["user_id"].to_string());
+    let connection =
+        ["admin", "mcp-connection", "create", "--tenant", &tenant, "--issuer", &user, "--scopes", DEMO_MCP_SCOPES];
+    let mut connection = gateway(&connection);
+    connection.args(["--name", "demo"]);
+    let token = crate::bench::admin(interrupts, connection).await?;
+
     println!("Database: {database_url}");
     println!("API key: {key}");
     println!("curl -s -H 'Authorization: Bearer {key}' http://{addr}/api/v3/me");
+    println!("MCP: http://{addr}/mcp (streamable HTTP), Authorization: Bearer {token} (docs/mcp.md)");
 
     let mut serve = gateway(&["serve", "--addr", addr]);
     // Local development: webhook receivers may be on this machine (never on by default).
@@ -83,6 +93,11 @@ impl Drop for StopOnExit {
         }
     }
 }
+
+/// What the demo's MCP connection is granted: every server built so far, writes, sends and
+/// deletes included.
+const DEMO_MCP_SCOPES: &str =
+    "mcp:use mcp:contacts mcp:messaging mcp:commerce mcp:data mcp:overview mcp:navigate mcp:write mcp:send mcp:delete";
 
 /// The key a previous run saved, so that it stays the same across runs while valid.
 fn saved_key(demo_file: &Path) -> Option<String> {
