@@ -42,12 +42,6 @@ fn uids(page: &Value) -> Vec<String> {
 }
 
 /// A refusal of `code` whose `errors` name `field`.
-#[track_caller]
-fn assert_field(error: &Value, field: &str) {
-    assert_eq!(error["code"], "validation_error", "{error}");
-    assert!(error["errors"][field].as_array().is_some_and(|m| !m.is_empty()), "errors should name {field}: {error}");
-}
-
 /// Every contacts tool with arguments naming `group` and `contact` (those that take ids) or
 /// well-formed others.
 fn every_call(group: &Value, contact: &Value) -> Vec<(&'static str, Value)> {

@@ -156,17 +156,6 @@ fn names(page: &Value) -> Vec<String> {
         .collect()
 }
 
-#[track_caller]
-fn assert_code(error: &Value, code: &str) {
-    assert_eq!(error["code"], code, "{error}");
-}
-
-#[track_caller]
-fn assert_field(error: &Value, field: &str) {
-    assert_eq!(error["code"], "validation_error", "{error}");
-    assert!(error["errors"][field].is_array(), "errors.{field}: {error}");
-}
-
 #[actix_web::test]
 async fn the_data_server_lists_its_tools_with_their_scopes_and_hints() {
     let app = api_tests::spawn().await;

@@ -63,17 +63,6 @@ fn text<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 #[track_caller]
-fn assert_code(error: &Value, code: &str) {
-    assert_eq!(error["code"], code, "{error}");
-}
-
-#[track_caller]
-fn assert_field(error: &Value, field: &str) {
-    assert_eq!(error["code"], "validation_error", "{error}");
-    assert!(error["errors"][field].as_array().is_some_and(|m| !m.is_empty()), "errors should name {field}: {error}");
-}
-
-#[track_caller]
 fn assert_scope_refused(error: &Value, missing: &[&str]) {
     assert_eq!(
         (error["code"].clone(), error["reason"].clone()),

@@ -32,17 +32,6 @@ fn id_of(value: &Value) -> i64 {
     value["id"].as_i64().unwrap_or_else(|| panic!("id in {value}"))
 }
 
-#[track_caller]
-fn assert_code(error: &Value, code: &str) {
-    assert_eq!(error["code"], code, "{error}");
-}
-
-#[track_caller]
-fn assert_field(error: &Value, field: &str) {
-    assert_eq!(error["code"], "validation_error", "{error}");
-    assert!(error["errors"][field].as_array().is_some_and(|m| !m.is_empty()), "errors should name {field}: {error}");
-}
-
 #[actix_web::test]
 async fn the_order_tools_take_read_list_and_move_orders_as_rest_does() {
     let app = api_tests::spawn().await;

@@ -46,17 +46,6 @@ fn quoted(skus: &[&str]) -> Vec<String> {
     skus.iter().map(|s| format!("\"{s}\"")).collect()
 }
 
-#[track_caller]
-fn assert_code(error: &Value, code: &str) {
-    assert_eq!(error["code"], code, "{error}");
-}
-
-#[track_caller]
-fn assert_field(error: &Value, field: &str) {
-    assert_eq!(error["code"], "validation_error", "{error}");
-    assert!(error["errors"][field].as_array().is_some_and(|m| !m.is_empty()), "errors should name {field}: {error}");
-}
-
 #[actix_web::test]
 async fn the_shop_tools_read_shops_products_and_stock_as_rest_does() {
     let app = api_tests::spawn().await;

@@ -173,3 +173,16 @@ where
     assert_eq!(res.status, 200, "{path}: {}", res.body);
     res.data().clone()
 }
+
+/// A refusal's `code`.
+#[track_caller]
+pub(crate) fn assert_code(error: &Value, code: &str) {
+    assert_eq!(error["code"], code, "{error}");
+}
+
+/// A `validation_error` whose field errors name `field`.
+#[track_caller]
+pub(crate) fn assert_field(error: &Value, field: &str) {
+    assert_eq!(error["code"], "validation_error", "{error}");
+    assert!(error["errors"][field].as_array().is_some_and(|m| !m.is_empty()), "errors should name {field}: {error}");
+}

@@ -36,20 +36,19 @@ static UPSERT_ROW: Workload = Workload {
 pub const RAW_GET: &str = "the REST route: GET /api/v3/leads/{lead} for the same leads, the same key's issuer";
 
 impl Run<'_> {
+    /// The tenant's leads replaced by workload 9's preloaded ones: the ids of the first 1,000.
+    async fn preloaded_leads(&self) -> Result<Vec<String>> {
+        sql::preload_leads(self.db, self.setup.tenant, self.key_hash).await?;
+        let query = "SELECT id::text FROM leads WHERE tenant_id = $1 ORDER BY id LIMIT 1000";
+        Ok(self.db.query(query, &[&self.setup.tenant]).await?.iter().map(|r| r.get(0)).collect())
+    }
+
     /// Workload 14 (see the module's documentation).
     pub(super) async fn mcp(&self, workload: &'static Workload) -> Result<Vec<Outcome>> {
         let (n, timing) = (workload.connections, self.timing);
         let mut outcomes = Vec::new();
         for row in [workload, &UPSERT_ROW] {
-            sql::preload_leads(self.db, self.setup.tenant, self.key_hash).await?;
-            let leads: Vec<String> = self
-                .db
-                .query("SELECT id::text FROM leads WHERE tenant_id = $1 ORDER BY id LIMIT 1000", &[&self.setup.tenant])
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let leads = Arc::new(leads);
+            let leads = Arc::new(self.preloaded_leads().await?);
             let gateway = Gateway::start(self.setup, workload.limiter(), self.api).await?;
             let upserts = std::ptr::eq(row, &UPSERT_ROW);
 
@@ -74,15 +73,7 @@ impl Run<'_> {
             super::print_run(&label, &mcp, &mcp_cpu);
 
             // the same people again, as new and found as on the MCP side
-            sql::preload_leads(self.db, self.setup.tenant, self.key_hash).await?;
-            let leads: Vec<String> = self
-                .db
-                .query("SELECT id::text FROM leads WHERE tenant_id = $1 ORDER BY id LIMIT 1000", &[&self.setup.tenant])
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let leads = Arc::new(leads);
+            let leads = Arc::new(self.preloaded_leads().await?);
             let label = format!("{}. {} · REST", row.number, row.name);
             let before = self.meter.read(gateway.pid);
             let (api, ids) = (Arc::clone(self.api), Arc::clone(&leads));
