@@ -13,7 +13,7 @@ use kernel::{Caller, Error, ErrorKind, PageRequest, Permission};
 use serde_json::{Map, Value, json};
 
 use crate::Domains;
-use crate::tool::{Call, Tool, answer, object, schema_of};
+use crate::tool::{Call, Effect, Tool, answer, object, schema_of};
 
 /// The counts of `workspace_overview`, in its answer's order: the name, the permission of the
 /// REST list it comes from, and what it counts.
@@ -38,9 +38,7 @@ pub fn tools() -> Vec<Tool> {
             server: "account",
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[]),
             output: schema_of::<Me>,
             call: |call| Box::pin(who_am_i(call)),
@@ -52,9 +50,7 @@ pub fn tools() -> Vec<Tool> {
             server: "account",
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[]),
             output: schema_of::<Balance>,
             call: |call| Box::pin(get_balance(call)),
@@ -66,9 +62,7 @@ pub fn tools() -> Vec<Tool> {
             server: "overview",
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[]),
             output: overview_output,
             call: |call| Box::pin(workspace_overview(call)),

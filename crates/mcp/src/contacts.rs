@@ -13,7 +13,7 @@ use kernel::{Error, Page, PageRequest, Permission, parse_id};
 use serde_json::{Value, json};
 
 use crate::scopes::Elevation;
-use crate::tool::{Call, Tool, answer, object, params_of, query_input, schema_of, with_def, with_members};
+use crate::tool::{Call, Effect, Tool, answer, object, params_of, query_input, schema_of, with_def, with_members};
 
 const SERVER: &str = "contacts";
 
@@ -27,9 +27,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: list_groups_input,
             output: || with_def::<ContactGroup>(schema_of::<Page<ContactGroup>>()),
             call: |call| Box::pin(list_contact_groups(call)),
@@ -41,9 +39,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[("group", group_id(), true)]),
             output: schema_of::<ContactGroup>,
             call: |call| Box::pin(get_contact_group(call)),
@@ -55,9 +51,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CONTACTS_CREATE),
-            read_only: false,
-            destructive: false,
-            idempotent: false,
+            effect: Effect::Create,
             input: schema_of::<NewGroup>,
             output: schema_of::<ContactGroup>,
             call: |call| Box::pin(create_contact_group(call)),
@@ -69,9 +63,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: list_contacts_input,
             output: || with_def::<Contact>(schema_of::<Page<Contact>>()),
             call: |call| Box::pin(list_contacts(call)),
@@ -83,9 +75,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: search_input,
             output: || with_def::<Contact>(schema_of::<Page<Contact>>()),
             call: |call| Box::pin(search_contacts(call)),
@@ -97,9 +87,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[("group", group_id(), true), ("contact", contact_id(), true)]),
             output: schema_of::<Contact>,
             call: |call| Box::pin(get_contact(call)),
@@ -111,9 +99,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CONTACTS_CREATE),
-            read_only: false,
-            destructive: false,
-            idempotent: false,
+            effect: Effect::Create,
             input: || with_members(schema_of::<ContactCreate>(), &[("group", group_id(), true)]),
             output: schema_of::<Contact>,
             call: |call| Box::pin(create_contact(call)),
@@ -125,9 +111,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CONTACTS_EDIT),
-            read_only: false,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Update,
             input: || {
                 with_members(
                     schema_of::<ContactInput>(),

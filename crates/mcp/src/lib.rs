@@ -1,7 +1,7 @@
 //! The MCP tools of every domain (contract: MCP transport) over the same domain services the
 //! REST routes call: the same permission checks, validation, tenant scoping, idempotency and
-//! events. No actix here: the gateway authenticates the credential and mounts [`McpServer`]
-//! through `rmcp-actix-web` at `/mcp` and `/mcp/v1/{server}`.
+//! events. No HTTP here: the gateway authenticates the credential and serves [`McpServer`]
+//! at `/mcp` and `/mcp/v1/{server}` (apps/gateway/src/mcp.rs).
 //!
 //! A tool is a [`tool::Tool`]: its JSON Schemas come from the same utoipa types as the REST
 //! description, its call reads its arguments through REST's body reader
@@ -160,7 +160,7 @@ mod tests {
                 assert_eq!(again[member], described[member], "{}: {member}", tool.name);
             }
             // a tool that acts needs an elevation; one that reads needs none
-            assert_eq!(tool.read_only, tool.elevation.is_none(), "{}", tool.name);
+            assert_eq!(tool.effect == tool::Effect::Read, tool.elevation.is_none(), "{}", tool.name);
         }
     }
 

@@ -13,7 +13,7 @@ use messaging::{Message, MessageFilter, MessageRef, SendBody, SendRequest, SendR
 use serde_json::{Value, json};
 
 use crate::scopes::Elevation;
-use crate::tool::{Call, Tool, answer, object, params_of, query_input, schema_of, with_def};
+use crate::tool::{Call, Effect, Tool, answer, object, params_of, query_input, schema_of, with_def};
 
 const SERVER: &str = "messaging";
 
@@ -27,9 +27,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Send),
             permission: None,
-            read_only: false,
-            destructive: false,
-            idempotent: false,
+            effect: Effect::Create,
             // the send body's own members (the REST body is this type with "at least one number"
             // on top, which the service checks and names under `recipient`)
             input: schema_of::<SendRequest>,
@@ -43,9 +41,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[("message", uid_or_id("The message's uid (msg_…) or numeric id."), true)]),
             output: schema_of::<Message>,
             call: |call| Box::pin(get_message(call)),
@@ -57,9 +53,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::MESSAGES_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: list_messages_input,
             output: || with_def::<Message>(schema_of::<Page<Message>>()),
             call: |call| Box::pin(list_messages(call)),
@@ -71,9 +65,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Send),
             permission: None,
-            read_only: false,
-            destructive: false,
-            idempotent: false,
+            effect: Effect::Create,
             input: schema_of::<CampaignRequest>,
             output: schema_of::<CampaignsCreated>,
             call: |call| Box::pin(create_campaign(call)),
@@ -85,9 +77,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[("campaign", uid_or_id("The campaign's uid (cmp_…) or numeric id."), true)]),
             output: schema_of::<Campaign>,
             call: |call| Box::pin(get_campaign(call)),
@@ -99,9 +89,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CONTACTS_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || query_input(&[], params_of::<PageQuery>()),
             output: || with_def::<BlacklistEntry>(schema_of::<Page<BlacklistEntry>>()),
             call: |call| Box::pin(list_blacklist(call)),
@@ -113,9 +101,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CONTACTS_EDIT),
-            read_only: false,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Update,
             input: schema_of::<BlacklistAdd>,
             output: schema_of::<BlacklistAdded>,
             call: |call| Box::pin(add_to_blacklist(call)),
@@ -127,9 +113,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CONTACTS_EDIT),
-            read_only: false,
-            destructive: true,
-            idempotent: true,
+            effect: Effect::Delete,
             input: || {
                 object(&[("number", json!({"type": "string", "description": "The number in any common form."}), true)])
             },

@@ -7,7 +7,7 @@ use kernel::Error;
 use serde_json::{Value, json};
 
 use crate::servers::SERVERS;
-use crate::tool::{Call, Tool, list_of, object};
+use crate::tool::{Call, Effect, Tool, list_of, object};
 
 const SERVER: &str = "navigate";
 
@@ -21,9 +21,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[]),
             output: || list_of("servers", server_schema()),
             call: |call| Box::pin(list_servers(call)),
@@ -35,9 +33,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: None,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || {
                 object(&[(
                     "query",
@@ -126,7 +122,7 @@ async fn find_tool(mut call: Call) -> Result<Value, Error> {
                 "path": crate::servers::find(tool.server).map(|s| s.path),
                 "scopes": tool.scopes(),
                 "permission": tool.permission.map(|p| p.0),
-                "read_only": tool.read_only,
+                "read_only": tool.effect == Effect::Read,
             })
         })
         .collect();

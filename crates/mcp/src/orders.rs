@@ -11,8 +11,8 @@ use store::idempotency::Answer;
 
 use crate::scopes::Elevation;
 use crate::tool::{
-    Call, Tool, answer, idempotency_key, key_refusal, numeric_id, object, params_of, query_input, schema_of, with_def,
-    with_members,
+    Call, Effect, Tool, answer, idempotency_key, key_refusal, numeric_id, object, params_of, query_input, schema_of,
+    with_def, with_members,
 };
 
 const SERVER: &str = "orders";
@@ -27,9 +27,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CATALOGUE_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: list_orders_input,
             output: || with_def::<Order>(schema_of::<Page<Order>>()),
             call: |call| Box::pin(list_orders(call)),
@@ -41,9 +39,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: None,
             permission: Some(Permission::CATALOGUE_VIEW),
-            read_only: true,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Read,
             input: || object(&[("order", numeric_id("The order's id."), true)]),
             output: schema_of::<Order>,
             call: |call| Box::pin(get_order(call)),
@@ -55,9 +51,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CATALOGUE_MANAGE),
-            read_only: false,
-            destructive: false,
-            idempotent: false,
+            effect: Effect::Create,
             input: || {
                 with_members(
                     schema_of::<NewOrder>(),
@@ -74,9 +68,7 @@ pub fn tools() -> Vec<Tool> {
             server: SERVER,
             elevation: Some(Elevation::Write),
             permission: Some(Permission::CATALOGUE_MANAGE),
-            read_only: false,
-            destructive: false,
-            idempotent: true,
+            effect: Effect::Update,
             input: || with_members(schema_of::<StatusChange>(), &[("order", numeric_id("The order's id."), true)]),
             output: schema_of::<Order>,
             call: |call| Box::pin(set_order_status(call)),

@@ -24,6 +24,22 @@ pub struct Call {
 
 pub type Answer = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send>>;
 
+/// What a tool does to the workspace, as MCP's annotations tell a client (`readOnlyHint`,
+/// `destructiveHint`, `idempotentHint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads only.
+    Read,
+    /// Makes something new each call (a send, a note, an order).
+    Create,
+    /// Changes something; the same call again changes nothing more.
+    Update,
+    /// Removes something; the same call again removes nothing more.
+    Delete,
+    /// Replaces what is there (a batch that retires what it leaves out); each call counts.
+    Replace,
+}
+
 /// One tool.
 pub struct Tool {
     pub name: &'static str,
@@ -37,9 +53,8 @@ pub struct Tool {
     /// `None`: the route needs the tenant credential only (contract: Authentication, "Legacy
     /// messaging, campaigns, profile, balance"); `_meta.permission` is then null.
     pub permission: Option<Permission>,
-    pub read_only: bool,
-    pub destructive: bool,
-    pub idempotent: bool,
+    /// What it does to the workspace: its annotations' hints.
+    pub effect: Effect,
     pub input: fn() -> Value,
     pub output: fn() -> Value,
     pub call: fn(Call) -> Answer,
@@ -70,9 +85,9 @@ impl Tool {
             "outputSchema": (self.output)(),
             "annotations": {
                 "title": self.title,
-                "readOnlyHint": self.read_only,
-                "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent,
+                "readOnlyHint": self.effect == Effect::Read,
+                "destructiveHint": matches!(self.effect, Effect::Delete | Effect::Replace),
+                "idempotentHint": matches!(self.effect, Effect::Read | Effect::Update | Effect::Delete),
                 "openWorldHint": false,
             },
             "_meta": {"scopes": scopes, "permission": self.permission.map(|p| p.0), "server": self.server},
