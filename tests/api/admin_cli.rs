@@ -222,7 +222,9 @@ async fn mcp_connection_create_prints_the_token_and_revoke_stops_it() {
             .await
             .expect("revoke");
     assert_eq!(id(&out), made["id"].as_i64().expect("id"));
-    let refused = accounts::mcp_connections::authenticate(&mut *app.conn().await, secret).await.expect_err("revoked");
+    let refused = accounts::mcp_connections::authenticate(&mut *app.conn().await, secret, app.clock.now())
+        .await
+        .expect_err("revoked");
     assert_eq!(refused.kind, ErrorKind::Unauthenticated);
 }
 

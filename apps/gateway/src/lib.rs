@@ -8,6 +8,7 @@ pub mod docs;
 pub mod hooks;
 pub mod http;
 pub mod mcp;
+pub mod oauth;
 pub mod ops;
 pub mod serve;
 pub mod v3;
@@ -51,6 +52,8 @@ pub struct Services {
     pub mcp: std::sync::Arc<::mcp::Catalog>,
     /// The origin people and clients reach the service at (`SVC_PUBLIC_URL`).
     pub public_url: String,
+    /// Fetches OAuth clients' metadata documents through the webhooks' address guard.
+    pub client_documents: std::sync::Arc<oauth::Documents>,
     /// Seals secrets at rest (webhook secrets and header values, channel credentials).
     pub keyring: store::secrets::Keyring,
 }
@@ -93,6 +96,9 @@ impl Services {
             data,
             mcp,
             public_url: config.public_url.clone(),
+            client_documents: std::sync::Arc::new(
+                oauth::Documents::new(config.webhooks.policy).map_err(kernel::Error::internal)?,
+            ),
             keyring,
         })
     }
@@ -179,6 +185,7 @@ pub fn app(
         .service(web::resource("/api-docs/openapi.json").route(web::get().to(docs::openapi)))
         .service(web::resource("/api-docs/mcp.json").route(web::get().to(mcp::manifest)))
         .configure(|cfg| mcp::configure(cfg, &catalog, &public_url))
+        .configure(oauth::configure)
         .configure(v3::configure)
         .configure(hooks::configure)
         // signed file links from data records carry no key

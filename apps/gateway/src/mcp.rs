@@ -2,8 +2,8 @@
 //! servers and `/mcp` for every tool, served by the `mcp` crate through `rmcp-actix-web`'s
 //! streamable HTTP transport. Stateless (every POST stands alone, so any gateway answers any
 //! request) with JSON answers. The credential is checked here, before any JSON-RPC is read:
-//! an `svc_mcp_` connection, its scopes and its issuer's current permissions, read afresh on
-//! every request; a REST key is refused with 401.
+//! an `svc_mcp_` connection or an OAuth access token (crate::oauth), its scopes and its
+//! issuer's current permissions, read afresh on every request; a REST key is refused with 401.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use ::mcp::{Catalog, Grant, McpCaller, McpServer, SERVERS, Server};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
-use actix_web::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use actix_web::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use kernel::{Error, ErrorKind};
@@ -67,8 +67,8 @@ fn allowed(public_url: &str) -> (Vec<String>, Vec<String>) {
     (hosts, origins)
 }
 
-/// Authenticates the request and counts it against the key's rate limit; refusals answer
-/// here with OAuth's bearer challenge (RFC 6750) and a JSON body.
+/// Authenticates the request and counts it against the credential's rate limit; refusals
+/// answer here with OAuth's bearer challenge (RFC 6750, RFC 9728) and a JSON body.
 async fn authenticate(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -79,7 +79,7 @@ async fn authenticate(
             Ok(next.call(req).await?.map_into_boxed_body())
         }
         Err(error) => {
-            let response = refusal(&error);
+            let response = refusal(req.request(), &error);
             Ok(req.into_response(response))
         }
     }
@@ -88,8 +88,21 @@ async fn authenticate(
 async fn caller(req: &HttpRequest) -> Result<McpCaller, Error> {
     let state = req.app_data::<web::Data<AppState>>().ok_or_else(|| Error::internal("no app state"))?;
     let token = bearer(req)?;
-    let who = accounts::mcp_connections::authenticate(&mut *store::connect_global(&state.pool).await?, token).await?;
-    let decision = state.limiter.check(&accounts::keys::hash(token), &state.clock).await?;
+    let now = state.clock.now();
+    let who =
+        accounts::mcp_connections::authenticate(&mut *store::connect_global(&state.pool).await?, token, now).await?;
+    // RFC 8707: an OAuth token serves the resource it was granted for, and what lies under it
+    if let Some(resource) = &who.resource {
+        let base = state.public_url.trim_end_matches('/');
+        let path = resource.strip_prefix(base).unwrap_or(resource);
+        let covered = path.is_empty()
+            || req.path() == path
+            || req.path().strip_prefix(path).is_some_and(|rest| rest.starts_with('/'));
+        if !covered {
+            return Err(Error::unauthenticated(format!("This access token is for {resource}, not {}.", req.path())));
+        }
+    }
+    let decision = state.limiter.check(&who.rate_key, &state.clock).await?;
     if !decision.allowed {
         return Err(Error::new(
             ErrorKind::RateLimited,
@@ -97,24 +110,31 @@ async fn caller(req: &HttpRequest) -> Result<McpCaller, Error> {
                 "Too many requests: at most {} per minute. Retry in {} seconds.",
                 decision.limit, decision.retry_after
             ),
-        ));
+        )
+        .with_detail("retry_after", decision.retry_after));
     }
     Ok(McpCaller { caller: who.caller, grant: Grant::stored(&who.scopes) })
 }
 
+/// The credential of `Authorization: Bearer`; `None` when there is none at all.
 fn bearer(req: &HttpRequest) -> Result<&str, Error> {
     let value = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().trim();
     match value.split_once(' ') {
         Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
-        _ if value.is_empty() => {
-            Err(Error::unauthenticated("Missing credential: send Authorization: Bearer svc_mcp_<token>."))
-        }
-        _ => Err(Error::unauthenticated("Malformed Authorization header: send Authorization: Bearer svc_mcp_<token>.")),
+        _ if value.is_empty() => Err(Error::unauthenticated(
+            "Missing credential: send Authorization: Bearer with an MCP connection or an OAuth access token.",
+        )
+        .with_reason(NO_CREDENTIAL)),
+        _ => Err(Error::unauthenticated("Malformed Authorization header: send Authorization: Bearer <token>.")),
     }
 }
 
+/// Marks the 401 of a request that sent no credential: its challenge carries no error code
+/// (RFC 6750 §3.1), only where to find the authorization server.
+const NO_CREDENTIAL: &str = "no_credential";
+
 /// A refusal before any JSON-RPC: 401 with the bearer challenge, 403, 429 or 503.
-fn refusal(error: &Error) -> HttpResponse {
+fn refusal(req: &HttpRequest, error: &Error) -> HttpResponse {
     let status = crate::http::envelope::status_of(error.kind);
     let code = match error.kind {
         ErrorKind::Unauthenticated => "invalid_token",
@@ -124,13 +144,32 @@ fn refusal(error: &Error) -> HttpResponse {
     let message = if error.kind == ErrorKind::Internal { "Something went wrong on our side." } else { &error.message };
     let mut response = HttpResponse::build(status);
     if status == StatusCode::UNAUTHORIZED {
-        let description = message.replace('"', "'");
-        response.insert_header((
-            WWW_AUTHENTICATE,
-            format!(r#"Bearer realm="mcp", error="invalid_token", error_description="{description}""#),
-        ));
+        response.insert_header((WWW_AUTHENTICATE, challenge(req, error, message)));
+    }
+    if let Some(seconds) = error.details.get("retry_after") {
+        response.insert_header((RETRY_AFTER, seconds.to_string()));
     }
     response.json(json!({"error": code, "error_description": message}))
+}
+
+/// `Bearer realm="mcp", resource_metadata="…"` (RFC 9728 §5.1), with the scopes the server's
+/// tools need (MCP's scope selection) and, when a credential was sent, why it was refused.
+fn challenge(req: &HttpRequest, error: &Error, message: &str) -> String {
+    let base = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.public_url.trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    let path = req.path().trim_end_matches('/');
+    let mut challenge =
+        format!(r#"Bearer realm="mcp", resource_metadata="{base}/.well-known/oauth-protected-resource{path}""#);
+    if let Some(server) = SERVERS.iter().find(|s| s.path == path) {
+        challenge.push_str(&format!(r#", scope="{} {}""#, ::mcp::scopes::USE, server.capability));
+    }
+    if error.reason.as_deref() != Some(NO_CREDENTIAL) {
+        let description = message.replace(['"', '\\'], "'");
+        challenge.push_str(&format!(r#", error="invalid_token", error_description="{description}""#));
+    }
+    challenge
 }
 
 /// `GET /api-docs/mcp.json`: every server's tools, from the same definitions as `tools/list`.

@@ -1,5 +1,5 @@
 //! Accounts: tenants and their status, users who issue keys and their permissions, API keys and
-//! MCP connections, the wallet and its ledger, and per-tenant module switches. The admin CLI and
+//! MCP connections, OAuth clients and grants and the sign-in of the consent page, the wallet and its ledger, and per-tenant module switches. The admin CLI and
 //! the gateway's authentication both go through here.
 
 pub mod demo;
@@ -7,8 +7,10 @@ pub mod key_cache;
 pub mod keys;
 pub mod mcp_connections;
 pub mod modules;
+pub mod oauth;
 pub mod profile;
 pub mod schema;
+pub mod sign_in;
 pub mod tenants;
 pub mod users;
 pub mod wallet;

@@ -90,12 +90,24 @@ pub async fn revoke(conn: &mut Conn, id: i64, now: OffsetDateTime) -> Result<Mcp
 pub struct McpCaller {
     pub caller: Caller,
     pub scopes: Vec<String>,
+    /// An OAuth token's resource (RFC 8707): the MCP paths it may be used on. A connection
+    /// may be used on every MCP path (`None`).
+    pub resource: Option<String>,
+    /// What its requests are counted under by the rate limiter.
+    pub rate_key: Vec<u8>,
 }
 
-/// Turns an `svc_mcp_` token into its caller: 401 for a missing, unknown, revoked or
-/// wrong-kind credential (a REST key included); 403 for a suspended or inactive account or a
-/// deactivated issuer.
-pub async fn authenticate(conn: &mut Conn, token: &str) -> Result<McpCaller, Error> {
+/// Turns an MCP bearer credential into its caller: an `svc_mcp_` connection or an OAuth access
+/// token. 401 for a missing, unknown, revoked, expired or wrong-kind credential (a REST key
+/// or a refresh token included); 403 for a suspended or inactive account or a deactivated
+/// issuer.
+pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> Result<McpCaller, Error> {
+    if token.starts_with(crate::oauth::ACCESS_PREFIX) {
+        return crate::oauth::authenticate(conn, token, now).await;
+    }
+    if token.starts_with(crate::oauth::REFRESH_PREFIX) {
+        return Err(Error::unauthenticated("A refresh token is not an access token: exchange it at /oauth/token."));
+    }
     if !token.starts_with(MCP_PREFIX) {
         return Err(Error::unauthenticated("REST API keys are not accepted by MCP servers; use an MCP connection."));
     }
@@ -149,5 +161,5 @@ pub async fn authenticate(conn: &mut Conn, token: &str) -> Result<McpCaller, Err
             permissions: crate::users::permissions_of(all, &names),
         },
     };
-    Ok(McpCaller { caller, scopes })
+    Ok(McpCaller { caller, scopes, resource: None, rate_key: hash(token) })
 }

@@ -141,6 +141,8 @@ pub enum CredentialKind {
     RestKey,
     /// An MCP connection (`svc_mcp_`, `/mcp`): `key_id` is the connection's id.
     McpConnection,
+    /// An OAuth access token of an MCP client (`/mcp`): `key_id` is the grant's id.
+    OAuthToken,
 }
 
 impl CredentialKind {
@@ -149,6 +151,7 @@ impl CredentialKind {
         match self {
             Self::RestKey => "api_key",
             Self::McpConnection => "mcp_connection",
+            Self::OAuthToken => "oauth_token",
         }
     }
 }

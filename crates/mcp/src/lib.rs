@@ -22,6 +22,7 @@ pub mod tool;
 
 use std::sync::Arc;
 
+use kernel::caller::Permissions;
 use kernel::{Caller, Error};
 use serde_json::{Value, json};
 
@@ -92,6 +93,16 @@ impl Catalog {
         })
     }
 
+    /// What consenting to `asked` actually grants a person holding `permissions` (contract:
+    /// "Granted scopes are intersected with what the consenting person may do"): `mcp:use`; a
+    /// capability when the person may call at least one of its tools; an elevation when they
+    /// may call at least one tool needing it among the granted capabilities. A capability or an
+    /// elevation that no tool needs yet is granted as asked: its tools, when they come, check the
+    /// person's permissions on every call, as all tools do.
+    pub fn grantable(&self, asked: &Grant, permissions: &Permissions) -> Grant {
+        grantable(&self.tools, asked, permissions)
+    }
+
     pub fn find(&self, server: Option<&str>, name: &str) -> Option<&Tool> {
         self.on(server).find(|tool| tool.name == name)
     }
@@ -137,6 +148,30 @@ impl Catalog {
     }
 }
 
+/// [`Catalog::grantable`] over `tools`.
+fn grantable(tools: &[Tool], asked: &Grant, permissions: &Permissions) -> Grant {
+    let may = |tool: &&Tool| tool.permission.is_none_or(|p| permissions.allows(p.0));
+    let capabilities: Vec<&str> = scopes::CAPABILITIES
+        .iter()
+        .copied()
+        .filter(|capability| asked.holds(capability))
+        .filter(|capability| {
+            let mut tools = tools.iter().filter(|t| t.capability() == *capability).peekable();
+            tools.peek().is_none() || tools.any(|t| may(&t))
+        })
+        .collect();
+    let elevations = Elevation::ALL.into_iter().filter(|e| asked.holds(e.scope())).filter(|elevation| {
+        let mut needing = tools.iter().filter(|t| t.elevation == Some(*elevation)).peekable();
+        needing.peek().is_none() || needing.any(|t| capabilities.contains(&t.capability()) && may(&t))
+    });
+    let granted: Vec<String> = std::iter::once(scopes::USE)
+        .chain(capabilities.iter().copied())
+        .chain(elevations.map(Elevation::scope))
+        .map(str::to_owned)
+        .collect();
+    Grant::stored(&granted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +197,24 @@ mod tests {
             // a tool that acts needs an elevation; one that reads needs none
             assert_eq!(tool.effect == tool::Effect::Read, tool.elevation.is_none(), "{}", tool.name);
         }
+    }
+
+    /// Consent grants only what the person may do: a capability of tools they cannot call, and
+    /// an elevation none of their granted tools needs, are dropped; a capability with no tools
+    /// yet stays.
+    #[test]
+    fn consent_grants_what_the_person_may_do() {
+        let tools = all_tools();
+        let asked = Grant::parse("mcp:use mcp:contacts mcp:data mcp:posts mcp:write mcp:send").expect("grant");
+        let leads_viewer = Permissions::Only(["leads.view".to_owned()].into());
+        let granted = grantable(&tools, &asked, &leads_viewer);
+        // no data-table tool is theirs, none of their contacts tools writes; posts has no tools yet
+        assert_eq!(granted.scopes(), ["mcp:contacts", "mcp:posts", "mcp:use"]);
+        let editor = Permissions::Only(["leads.view".to_owned(), "leads.edit".to_owned()].into());
+        assert_eq!(grantable(&tools, &asked, &editor).scopes(), ["mcp:contacts", "mcp:posts", "mcp:use", "mcp:write"]);
+        // sending is the messaging server's, which was not asked for
+        let everything = grantable(&tools, &asked, &Permissions::All);
+        assert_eq!(everything.scopes(), ["mcp:contacts", "mcp:data", "mcp:posts", "mcp:use", "mcp:write"]);
     }
 
     /// A schema's references all point into its own `$defs`.

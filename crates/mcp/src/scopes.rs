@@ -54,6 +54,20 @@ impl Elevation {
     pub const ALL: [Self; 8] =
         [Self::Publish, Self::Send, Self::Spend, Self::Delete, Self::Write, Self::Shape, Self::Automate, Self::Approve];
 
+    /// What the elevation lets a client do, in the consent page's words.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Publish => "Publish: make drafts and products public",
+            Self::Send => "Send: send messages and campaigns to your customers",
+            Self::Spend => "Spend: do what costs money from your balance",
+            Self::Delete => "Delete: remove records",
+            Self::Write => "Write: create and change records",
+            Self::Shape => "Shape: change data tables' columns and states",
+            Self::Automate => "Automate: start automations and agent tasks",
+            Self::Approve => "Approve: decide approvals waiting on a person",
+        }
+    }
+
     pub fn scope(self) -> &'static str {
         match self {
             Self::Publish => "mcp:publish",
@@ -66,6 +80,33 @@ impl Elevation {
             Self::Approve => "mcp:approve",
         }
     }
+}
+
+/// Every scope, base first: what the authorization server supports.
+pub fn all() -> Vec<String> {
+    std::iter::once(USE)
+        .chain(CAPABILITIES.iter().copied())
+        .chain(Elevation::ALL.iter().map(|e| e.scope()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The scopes one server's tools may need: the base, its capability and the elevations.
+pub fn for_server(server: &crate::Server) -> Vec<String> {
+    [USE, server.capability].into_iter().chain(Elevation::ALL.iter().map(|e| e.scope())).map(str::to_owned).collect()
+}
+
+/// What people read on the consent page for each scope.
+pub fn describe(scope: &str) -> String {
+    if scope == USE {
+        return "Connect to your workspace's MCP servers".into();
+    }
+    if let Some(elevation) = Elevation::ALL.iter().find(|e| e.scope() == scope) {
+        return elevation.description().into();
+    }
+    let servers: Vec<&str> =
+        crate::SERVERS.iter().filter(|s| s.capability == scope).map(|s| s.summary.trim_end_matches('.')).collect();
+    if servers.is_empty() { scope.to_owned() } else { format!("Read: {}", servers.join("; ")) }
 }
 
 /// Whether `scope` is one the service knows.
@@ -92,6 +133,11 @@ impl Grant {
             return Err(Error::field("scopes", format!("The base scope {USE} is required.")));
         }
         Ok(Self(scopes))
+    }
+
+    /// What a client gets that asks for no scope: the base and every capability, reading only.
+    pub fn default_request() -> Self {
+        Self(std::iter::once(USE).chain(CAPABILITIES.iter().copied()).map(str::to_owned).collect())
     }
 
     /// The stored scopes of a credential, as they are (unknown ones grant nothing).

@@ -18,5 +18,5 @@ mod read;
 mod refusals;
 mod schema_rules;
 mod stages;
-mod support;
+pub(crate) mod support;
 mod upsert;

@@ -6,6 +6,7 @@ mod account;
 mod contacts;
 mod data;
 mod messaging;
+mod oauth;
 mod orders;
 mod shop;
 mod support;

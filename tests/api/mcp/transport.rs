@@ -227,7 +227,14 @@ async fn credentials_other_than_a_live_connection_are_refused_before_any_json_rp
         let res = post(&server, "/mcp/v1/contacts", credential, initialize()).await;
         assert_eq!(res.status(), 401, "{credential:?}");
         let challenge = res.headers()["www-authenticate"].to_str().expect("header").to_owned();
-        assert!(challenge.starts_with("Bearer ") && challenge.contains(r#"error="invalid_token""#), "{challenge}");
+        // where to sign in (RFC 9728) and what this server's tools need; an error only when a
+        // credential was sent (RFC 6750 §3.1)
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+        let metadata =
+            r#"resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp/v1/contacts""#;
+        assert!(challenge.contains(metadata), "{challenge}");
+        assert!(challenge.contains(r#"scope="mcp:use mcp:contacts""#), "{challenge}");
+        assert_eq!(challenge.contains(r#"error="invalid_token""#), credential.is_some(), "{challenge}");
         let body: Value = res.json().await.expect("json");
         assert_eq!(body["error"], "invalid_token");
     }

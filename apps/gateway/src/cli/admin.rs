@@ -156,6 +156,16 @@ pub enum UserCommand {
     SetPermissions { user: i64, permissions: String },
     /// Deactivate a user: their keys are refused wherever a permission is checked.
     Deactivate { user: i64 },
+    /// Let a user sign in to the OAuth consent page: the email given, the password read from
+    /// standard input (its first line), stored only as an argon2id hash; prints the email.
+    SetLogin {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        user: i64,
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -347,6 +357,14 @@ pub enum LeadFieldCommand {
     },
 }
 
+/// The first line of standard input, without its line ending: a password never goes on the
+/// command line, where other users of the machine and the shell's history could read it.
+fn read_password() -> Result<String, Error> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).map_err(|e| Error::internal(format!("cannot read standard input: {e}")))?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_owned())
+}
+
 /// Runs one admin command and returns what to print: plain lines, or the JSON object.
 pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
     let pool = store::pool_with(&config.database_url, 2, config.row_security)?;
@@ -375,6 +393,12 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let permissions = accounts::users::parse_permissions(&permissions)?;
             let user = accounts::users::set_permissions(conn, UserId(user), &permissions).await?;
             (user.id.to_string(), json!(user))
+        }
+        AdminCommand::User(UserCommand::SetLogin { tenant, user, email }) => {
+            let password = read_password()?;
+            let user = accounts::sign_in::set_login(conn, TenantId(tenant), UserId(user), &email, &password).await?;
+            let email = email.trim().to_lowercase();
+            (email.clone(), json!({"id": user.id, "tenant_id": user.tenant_id, "email": email}))
         }
         AdminCommand::User(UserCommand::Deactivate { user }) => {
             let user = accounts::users::deactivate(conn, UserId(user)).await?;

@@ -167,12 +167,13 @@ pub async fn observe(
     };
 
     let status = res.status();
-    let is_json = res
+    // a JSON body or a page (the sign-in page's 401) is the handler's own answer
+    let answered = res
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if (status.is_client_error() || status.is_server_error()) && !answered {
         let replacement = framework_error(status, framework_message(status));
         res = res.into_response(replacement).map_into_boxed_body();
     }

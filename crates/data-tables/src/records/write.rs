@@ -495,7 +495,7 @@ impl DataService {
 fn source_of(caller: &Caller) -> &'static str {
     match caller.credential {
         kernel::CredentialKind::RestKey => SOURCE_API,
-        kernel::CredentialKind::McpConnection => SOURCE_MCP,
+        kernel::CredentialKind::McpConnection | kernel::CredentialKind::OAuthToken => SOURCE_MCP,
     }
 }
 
