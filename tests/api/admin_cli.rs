@@ -383,3 +383,60 @@ async fn demo_is_idempotent_and_reuses_a_working_key() {
     let plain: Value = serde_json::from_str(&plain).expect("JSON");
     assert_eq!(plain["key"], key.as_str());
 }
+
+/// `gateway admin user set-login`, run as an operator would (the real binary, the password on
+/// standard input, never on the command line); prints the email or `{id, tenant_id, email}`.
+async fn set_login(url: &str, tenant: i64, user: i64, email: &str, password: &str, json: bool) -> std::process::Output {
+    use tokio::io::AsyncWriteExt;
+    let mut command = tokio::process::Command::new(crate::process::gateway_bin());
+    command.args(["admin", "user", "set-login", "--tenant", &tenant.to_string(), "--user", &user.to_string()]);
+    command.args(["--email", email]);
+    if json {
+        command.arg("--json");
+    }
+    let mut child = command
+        .env("DATABASE_URL", url)
+        .env("SVC_RUN_MIGRATIONS", "false")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gateway binary");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(format!("{password}\n").as_bytes()).await.expect("write the password");
+    drop(stdin);
+    child.wait_with_output().await.expect("output")
+}
+
+#[actix_web::test]
+async fn user_set_login_reads_the_password_from_stdin_and_keeps_only_its_hash() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let (tenant, user, _) = setup(url).await;
+    let out = set_login(url, tenant, user, "Amina@Duka.example", "a long enough secret", true).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    assert_eq!(printed, json!({"id": user, "tenant_id": tenant, "email": "amina@duka.example"}));
+    let stored = api_tests::sql_rows(&app.pool, "SELECT email, password_hash FROM users WHERE email IS NOT NULL").await;
+    assert_eq!(stored.len(), 1);
+    let hash = stored[0]["password_hash"].as_str().expect("hash");
+    assert!(hash.starts_with("$argon2id$") && !hash.contains("a long enough secret"), "{hash}");
+    // the password signs in, case of the email aside
+    let now = app.clock.now();
+    let signed_in =
+        accounts::sign_in::sign_in(&mut *app.conn().await, "AMINA@duka.example", "a long enough secret", now)
+            .await
+            .expect("sign in");
+    assert_eq!(signed_in.user.id, user);
+
+    // short passwords and another user's email are refused, with a non-zero exit
+    let out = set_login(url, tenant, user, "amina@duka.example", "short", false).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("10 to 1024 characters"), "{out:?}");
+    let other = id(&admin(url, user_create(tenant, "all")).await.expect("user"));
+    let out = set_login(url, tenant, other, "amina@duka.example", "another long secret", false).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Another user signs in with this email"), "{out:?}");
+    let out = set_login(url, tenant, other, "juma@duka.example", "another long secret", false).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "juma@duka.example");
+}

@@ -17,6 +17,8 @@ use store::jobs::{Worker, WorkerConfig};
 use store::testing::TestDb;
 use time::OffsetDateTime;
 
+pub mod browser;
+
 pub use serde_json::json;
 
 /// Which rate limiter the app runs with.

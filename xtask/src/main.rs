@@ -3,6 +3,7 @@
 //! Depends on none of the workspace's own crates, so it builds in seconds on a clean machine.
 
 mod bench;
+mod browser;
 mod ci;
 mod fuzz;
 mod process;

@@ -67,11 +67,16 @@ pub async fn run(workspace: &Workspace, interrupts: &mut Interrupts, addr: &str)
     let mut connection = gateway(&connection);
     connection.args(["--name", "demo"]);
     let token = crate::bench::admin(interrupts, connection).await?;
+    // and a fresh password for the consent page, so an MCP client can sign in through OAuth
+    let password = demo_password()?;
+    let login = ["admin", "user", "set-login", "--tenant", &tenant, "--user", &user, "--email", DEMO_EMAIL];
+    set_login(gateway(&login), &password).await?;
 
     println!("Database: {database_url}");
     println!("API key: {key}");
     println!("curl -s -H 'Authorization: Bearer {key}' http://{addr}/api/v3/me");
     println!("MCP: http://{addr}/mcp (streamable HTTP), Authorization: Bearer {token} (docs/mcp.md)");
+    println!("MCP over OAuth: add http://{addr}/mcp to a client and sign in as {DEMO_EMAIL} / {password}");
 
     let mut serve = gateway(&["serve", "--addr", addr]);
     // Local development: webhook receivers may be on this machine (never on by default).
@@ -92,6 +97,28 @@ impl Drop for StopOnExit {
             eprintln!("xtask: could not stop the dev database: {error}");
         }
     }
+}
+
+/// The demo user's sign-in on the OAuth consent page.
+const DEMO_EMAIL: &str = "demo@example.com";
+
+/// 24 random letters and digits, new on every run.
+fn demo_password() -> Result<String> {
+    let mut bytes = [0u8; 12];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .map_err(|_| "no system randomness for the demo password")?;
+    Ok(hex::encode(bytes))
+}
+
+/// `gateway admin user set-login`, the password on its standard input.
+async fn set_login(mut cmd: Command, password: &str) -> Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let what = crate::process::describe(cmd.as_std());
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::null()).spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(format!("{password}\n").as_bytes()).await?;
+    }
+    require_success(child.wait().await?, &what)
 }
 
 /// What the demo's MCP connection is granted: every server built so far, writes, sends and

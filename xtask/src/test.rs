@@ -4,6 +4,7 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::browser::Browser;
 use crate::pg::{self, Cluster, Server};
 use crate::process::{Interrupts, exit_code};
 use crate::{Result, Workspace};
@@ -12,6 +13,8 @@ const DIR_PREFIX: &str = "test-postgres-";
 
 pub async fn test(workspace: &Workspace, interrupts: &mut Interrupts, cargo_test_args: &[String]) -> Result<ExitCode> {
     let server = Server::locate()?;
+    // Before the cluster starts: a missing browser fails the run at once, not after the build.
+    let browser = Browser::locate()?;
     remove_old_clusters(&server, &workspace.target)?;
 
     let port = pg::free_port()?;
@@ -44,6 +47,8 @@ pub async fn test(workspace: &Workspace, interrupts: &mut Interrupts, cargo_test
     cargo.arg("--no-fail-fast").args(cargo_test_args);
     cargo.env("DATABASE_URL", &url);
     cargo.env("SVC_GATEWAY_BIN", workspace.target.join("debug").join("gateway"));
+    cargo.env("SVC_CHROMIUM", &browser.chromium);
+    cargo.env("SVC_CHROMEDRIVER", &browser.chromedriver);
     let status = interrupts.run(&mut cargo).await?;
     if !status.success() {
         eprintln!("xtask: tests failed ({status})");
