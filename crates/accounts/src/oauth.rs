@@ -165,15 +165,13 @@ fn read_metadata(metadata: &Map<String, Value>) -> Result<Metadata, OAuthError> 
              possession with PKCE (use \"none\")."
         )));
     }
-    if let Some(grants) = list("grant_types")? {
-        if let Some(other) = grants.iter().find(|g| !["authorization_code", "refresh_token"].contains(g)) {
-            return Err(bad(format!("grant type {other:?} is not supported (authorization_code, refresh_token).")));
-        }
+    let grants = list("grant_types")?.unwrap_or_default();
+    if let Some(other) = grants.iter().find(|g| !["authorization_code", "refresh_token"].contains(g)) {
+        return Err(bad(format!("grant type {other:?} is not supported (authorization_code, refresh_token).")));
     }
-    if let Some(types) = list("response_types")? {
-        if let Some(other) = types.iter().find(|t| **t != "code") {
-            return Err(bad(format!("response type {other:?} is not supported (code).")));
-        }
+    let types = list("response_types")?.unwrap_or_default();
+    if let Some(other) = types.iter().find(|t| **t != "code") {
+        return Err(bad(format!("response type {other:?} is not supported (code).")));
     }
     let client_name = text("client_name")?.map(str::trim).unwrap_or_default();
     if client_name.chars().count() > MAX_CLIENT_NAME_CHARS {

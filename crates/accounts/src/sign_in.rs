@@ -88,7 +88,9 @@ pub struct SignedIn {
 /// 403 for a deactivated user or an account that is not active. Opens a session on success.
 pub async fn sign_in(conn: &mut Conn, email: &str, password: &str, now: OffsetDateTime) -> Result<SignedIn, Error> {
     let email = email.trim().to_lowercase();
-    let row: Option<(User, Option<String>, i32, Option<OffsetDateTime>, String)> = users::table
+    // the user, their password hash, failures in a row and the last one, the account's status
+    type Row = (User, Option<String>, i32, Option<OffsetDateTime>, String);
+    let row: Option<Row> = users::table
         .inner_join(tenants::table)
         .filter(users::email.eq(&email))
         .select((
