@@ -379,8 +379,8 @@ pub struct Exchange<'a> {
 /// Exchanges a code for the first access and refresh tokens. The code is spent by the first
 /// attempt whatever its outcome; a second attempt revokes everything issued from it.
 pub async fn exchange(conn: &mut Conn, request: Exchange<'_>, now: OffsetDateTime) -> Result<Tokens, OAuthError> {
-    let (grant, expires_at) = spend(conn, "code", request.code, now).await?;
-    let client = client_of(conn, &grant, request.client_id).await?;
+    let (grant, expires_at) = spend(conn, "code", request.code, request.client_id, now).await?;
+    let client: Client = oauth_clients::table.find(grant.client_id).select(Client::as_select()).first(conn).await?;
     if expires_at <= now {
         return Err(OAuthError::invalid_grant("The authorization code has expired."));
     }
@@ -408,8 +408,7 @@ pub struct Refresh<'a> {
 
 pub async fn refresh(conn: &mut Conn, request: Refresh<'_>, now: OffsetDateTime) -> Result<Tokens, OAuthError> {
     let token = request.refresh_token.strip_prefix(REFRESH_PREFIX).unwrap_or_default();
-    let (grant, expires_at) = spend(conn, "refresh", token, now).await?;
-    client_of(conn, &grant, request.client_id).await?;
+    let (grant, expires_at) = spend(conn, "refresh", token, request.client_id, now).await?;
     if expires_at <= now {
         return Err(OAuthError::invalid_grant("The refresh token has expired: sign in again."));
     }
@@ -429,24 +428,31 @@ pub async fn refresh(conn: &mut Conn, request: Refresh<'_>, now: OffsetDateTime)
     issue_tokens(conn, &grant, &scopes, now).await
 }
 
-/// Marks a code or refresh token used and answers its grant. A token used before is a
-/// replay (RFC 9700 §4.14.2, OAuth 2.1 §4.3.1): its whole grant is revoked.
+/// Marks a code or refresh token of `client_id` used and answers its grant. Another client's
+/// token is refused and left as it was. A token used before is a replay (RFC 9700 §4.14.2,
+/// OAuth 2.1 §4.3.1): its whole grant is revoked.
 async fn spend(
     conn: &mut Conn,
     kind: &str,
     token: &str,
+    client_id: &str,
     now: OffsetDateTime,
 ) -> Result<(Grant, OffsetDateTime), OAuthError> {
     let unknown = || OAuthError::invalid_grant(format!("Unknown, used or revoked {}.", noun(kind)));
     if token.is_empty() {
         return Err(unknown());
     }
+    let grants_of_client = oauth_grants::table
+        .inner_join(oauth_clients::table)
+        .filter(oauth_clients::client_id.eq(client_id))
+        .select(oauth_grants::id);
     let spent: Option<(i64, OffsetDateTime)> = diesel::update(
         oauth_tokens::table
             .filter(oauth_tokens::token_hash.eq(hash(token)))
             .filter(oauth_tokens::kind.eq(kind))
             .filter(oauth_tokens::used_at.is_null())
-            .filter(oauth_tokens::revoked_at.is_null()),
+            .filter(oauth_tokens::revoked_at.is_null())
+            .filter(oauth_tokens::grant_id.eq_any(grants_of_client)),
     )
     .set(oauth_tokens::used_at.eq(now))
     .returning((oauth_tokens::grant_id, oauth_tokens::expires_at))
@@ -454,17 +460,23 @@ async fn spend(
     .await
     .optional()?;
     let Some((grant_id, expires_at)) = spent else {
-        let replayed: Option<i64> = oauth_tokens::table
+        let found: Option<(i64, Option<OffsetDateTime>, String)> = oauth_tokens::table
+            .inner_join(oauth_grants::table.inner_join(oauth_clients::table))
             .filter(oauth_tokens::token_hash.eq(hash(token)))
             .filter(oauth_tokens::kind.eq(kind))
-            .filter(oauth_tokens::used_at.is_not_null())
-            .select(oauth_tokens::grant_id)
+            .select((oauth_tokens::grant_id, oauth_tokens::used_at, oauth_clients::client_id))
             .first(conn)
             .await
             .optional()?;
-        if let Some(grant) = replayed {
-            revoke_grant(conn, grant, now).await?;
-            tracing::warn!(grant, kind, "oauth: a used {} came back; the grant is revoked", noun(kind));
+        match found {
+            Some((_, _, owner)) if owner != client_id => {
+                return Err(OAuthError::invalid_grant(format!("The {} was issued to another client.", noun(kind))));
+            }
+            Some((grant, Some(_), _)) => {
+                revoke_grant(conn, grant, now).await?;
+                tracing::warn!(grant, kind, "oauth: a used {} came back; the grant is revoked", noun(kind));
+            }
+            _ => {}
         }
         return Err(unknown());
     };
@@ -477,16 +489,6 @@ async fn spend(
 
 fn noun(kind: &str) -> &'static str {
     if kind == "code" { "authorization code" } else { "refresh token" }
-}
-
-/// The grant's client, which must be the one asking (RFC 6749 §4.1.3: public clients name
-/// themselves with `client_id`).
-async fn client_of(conn: &mut Conn, grant: &Grant, client_id: &str) -> Result<Client, OAuthError> {
-    let client: Client = oauth_clients::table.find(grant.client_id).select(Client::as_select()).first(conn).await?;
-    if client.client_id != client_id {
-        return Err(OAuthError::invalid_grant("The grant was issued to another client."));
-    }
-    Ok(client)
 }
 
 /// RFC 8707: a `resource` named at the token endpoint must be the one consented to.
@@ -648,9 +650,9 @@ mod tests {
     fn pkce_is_s256_of_a_well_formed_verifier() {
         // RFC 7636 Appendix B
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-        assert!(pkce_matches(verifier, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM"));
+        assert!(pkce_matches(verifier, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"));
         assert!(!pkce_matches(verifier, verifier), "plain is refused");
-        assert!(!pkce_matches("short", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM"));
+        assert!(!pkce_matches("short", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"));
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub async fn sign_in(conn: &mut Conn, email: &str, password: &str, now: OffsetDa
         .optional()?;
     let Some((user, Some(stored), failures, last_failure, tenant_status)) = row else {
         // as slow as a wrong password, so the answer's time tells nothing about the email
-        verify_password(password.to_owned(), dummy_hash().to_owned()).await?;
+        verify_password(password.to_owned(), None).await?;
         return Err(wrong_pair());
     };
     if let Some(wait) = wait_after(failures, last_failure, now) {
@@ -115,7 +115,7 @@ pub async fn sign_in(conn: &mut Conn, email: &str, password: &str, now: OffsetDa
         )
         .with_detail("retry_after", wait.whole_seconds()));
     }
-    if !verify_password(password.to_owned(), stored).await? {
+    if !verify_password(password.to_owned(), Some(stored)).await? {
         diesel::update(users::table.find(user.id))
             .set((users::failed_sign_ins.eq(users::failed_sign_ins + 1), users::last_failed_sign_in_at.eq(now)))
             .execute(conn)
@@ -194,9 +194,10 @@ async fn hash_password(password: String) -> Result<String, Error> {
     .map_err(Error::internal)?
 }
 
-async fn verify_password(password: String, stored: String) -> Result<bool, Error> {
+/// `None` checks against no one's hash: the same work as a wrong password.
+async fn verify_password(password: String, stored: Option<String>) -> Result<bool, Error> {
     tokio::task::spawn_blocking(move || {
-        let parsed = PasswordHash::new(&stored).map_err(Error::internal)?;
+        let parsed = PasswordHash::new(stored.as_deref().unwrap_or_else(|| dummy_hash())).map_err(Error::internal)?;
         Ok(hasher().verify_password(password.as_bytes(), &parsed).is_ok())
     })
     .await

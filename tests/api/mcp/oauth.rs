@@ -227,6 +227,18 @@ async fn discovery_documents_describe_the_server_and_each_resource() {
     assert_eq!(metadata["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(metadata["client_id_metadata_document_supported"], true);
     assert_eq!(metadata["authorization_response_iss_parameter_supported"], true);
+    // browser-based clients may read it, and ask first
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, format!("{}/oauth/register", server.url))
+        .header("origin", "https://inspector.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
+    assert!(preflight.headers()["access-control-allow-headers"].to_str().expect("ascii").contains("Content-Type"));
     let scopes = metadata["scopes_supported"].as_array().expect("scopes");
     for scope in ["mcp:use", "mcp:contacts", "mcp:groups", "mcp:send", "mcp:approve"] {
         assert!(scopes.contains(&json!(scope)), "{scope}");
@@ -323,10 +335,17 @@ async fn a_client_signs_in_calls_tools_refreshes_and_a_replayed_refresh_token_en
     assert_ne!(second["access_token"], first["access_token"]);
     let client = connect(&server, "/mcp", &text(&second, "access_token")).await;
     assert_eq!(ok(&client, "get_lead", json!({"lead": lead})).await["id"], lead.as_str());
-    // another client may not use it
+    // another client may not use it, nor spend it
     let other = register(&server, REDIRECT).await;
     let (status, refusal) = refresh(&server, &other, &text(&second, "refresh_token")).await;
     assert_eq!((status, refusal["error"].as_str()), (400, Some("invalid_grant")));
+    assert!(text(&refusal, "error_description").contains("another client"), "{refusal}");
+    let unspent = api_tests::sql_rows(
+        &app.pool,
+        "SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh' AND used_at IS NULL",
+    )
+    .await;
+    assert_eq!(unspent[0]["n"], 1, "the newest refresh token is still unused");
 
     // the first refresh token again: a replay, so the whole grant ends
     let (status, refusal) = refresh(&server, &client_id, &text(&first, "refresh_token")).await;

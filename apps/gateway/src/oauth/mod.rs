@@ -19,8 +19,8 @@ pub use documents::Documents;
 use std::collections::HashMap;
 
 use accounts::oauth::{self, Client, OAuthError};
-use actix_web::http::StatusCode;
 use actix_web::http::header::{self, CACHE_CONTROL, LOCATION, PRAGMA};
+use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, web};
 use kernel::{Error, ErrorKind};
 use serde::{Deserialize, Serialize};
@@ -30,16 +30,26 @@ use crate::AppState;
 use page::{Form, Page};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/.well-known/oauth-authorization-server").route(web::get().to(server_metadata)))
-        .service(web::resource("/.well-known/oauth-protected-resource").route(web::get().to(resource_metadata)))
-        .service(
-            web::resource("/.well-known/oauth-protected-resource/{path:.*}").route(web::get().to(resource_metadata)),
-        )
-        .service(web::resource("/oauth/register").route(web::post().to(register)))
+    // what browser-based clients call cross-origin answer their preflight too
+    let open = |path: &str| web::resource(path).route(web::method(Method::OPTIONS).to(preflight));
+    cfg.service(open("/.well-known/oauth-authorization-server").route(web::get().to(server_metadata)))
+        .service(open("/.well-known/oauth-protected-resource").route(web::get().to(resource_metadata)))
+        .service(open("/.well-known/oauth-protected-resource/{path:.*}").route(web::get().to(resource_metadata)))
+        .service(open("/oauth/register").route(web::post().to(register)))
         .service(web::resource("/oauth/authorize").route(web::get().to(authorize)).route(web::post().to(decide)))
         .service(web::resource("/oauth/login").route(web::post().to(sign_in)))
-        .service(web::resource("/oauth/token").route(web::post().to(token)))
-        .service(web::resource("/oauth/revoke").route(web::post().to(revoke)));
+        .service(open("/oauth/token").route(web::post().to(token)))
+        .service(open("/oauth/revoke").route(web::post().to(revoke)));
+}
+
+/// CORS preflight of the endpoints any origin may call (no cookie is involved there).
+async fn preflight() -> HttpResponse {
+    HttpResponse::NoContent()
+        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, OPTIONS"))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "Authorization, Content-Type, MCP-Protocol-Version"))
+        .insert_header((header::ACCESS_CONTROL_MAX_AGE, "86400"))
+        .finish()
 }
 
 /// The issuer: the public URL without a trailing slash.
