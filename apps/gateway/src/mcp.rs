@@ -1,7 +1,7 @@
 //! The MCP route tree (contract: MCP transport): `/mcp/v1/{server}` for each of the contract's
 //! servers and `/mcp` for every tool, served by the `mcp` crate through `rmcp-actix-web`'s
 //! streamable HTTP transport. Stateless (every POST stands alone, so any gateway answers any
-//! request) with JSON answers. The credential is checked here, before any JSON-RPC is read:
+//! request), with JSON answers unless the client asks for an event stream. The credential is checked here, before any JSON-RPC is read:
 //! an `svc_mcp_` connection or an OAuth access token (crate::oauth), its scopes and its
 //! issuer's current permissions, read afresh on every request; a REST key is refused with 401.
 
@@ -11,28 +11,61 @@ use ::mcp::{Catalog, Grant, McpCaller, McpServer, SERVERS, Server};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
-use actix_web::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use actix_web::http::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, guard, web};
 use kernel::{Error, ErrorKind};
 use rmcp_actix_web::transport::{Extensions, LocalSessionManager, StreamableHttpService};
 use serde_json::json;
 
 use crate::AppState;
 
-/// Mounts every server, the specific paths first: `/mcp` is a prefix of them.
+/// Mounts every server, the specific paths first: `/mcp` is a prefix of them. Each path has
+/// two transports: an event stream for a client that asks for one, JSON for everyone else.
 pub fn configure(cfg: &mut web::ServiceConfig, catalog: &Arc<Catalog>, public_url: &str) {
-    for server in SERVERS {
-        let scope = transport(catalog, Some(server), public_url).scope_with_path(server.path);
-        cfg.service(scope.wrap(from_fn(authenticate)));
+    let paths = SERVERS.iter().map(|server| (Some(server), server.path)).chain([(None, "/mcp")]);
+    for (server, path) in paths {
+        for answers in [Answers::EventStream, Answers::Json] {
+            let scope = transport(catalog, server, public_url, answers).scope_with_path(path);
+            let scope = match answers {
+                Answers::EventStream => scope.guard(guard::fn_guard(|ctx| prefers_event_stream(ctx.head()))),
+                Answers::Json => scope,
+            };
+            cfg.service(scope.wrap(from_fn(authenticate)));
+        }
     }
-    cfg.service(transport(catalog, None, public_url).scope_with_path("/mcp").wrap(from_fn(authenticate)));
+}
+
+/// How a transport answers a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answers {
+    Json,
+    EventStream,
+}
+
+/// Whether `Accept` ranks `text/event-stream` above `application/json`: a higher `q`, or the
+/// same `q` and listed first.
+fn prefers_event_stream(head: &actix_web::dev::RequestHead) -> bool {
+    let accept = head.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let rank = |wanted: &str| {
+        accept.split(',').enumerate().find_map(|(at, item)| {
+            let mut parts = item.split(';').map(str::trim);
+            let media = parts.next()?;
+            let q = parts.find_map(|p| p.strip_prefix("q=")).and_then(|q| q.parse::<f32>().ok()).unwrap_or(1.0);
+            media.eq_ignore_ascii_case(wanted).then_some((q, std::cmp::Reverse(at)))
+        })
+    };
+    match (rank("text/event-stream"), rank("application/json")) {
+        (Some(stream), Some(json)) => stream > json,
+        _ => false,
+    }
 }
 
 fn transport(
     catalog: &Arc<Catalog>,
     server: Option<&'static Server>,
     public_url: &str,
+    answers: Answers,
 ) -> StreamableHttpService<McpServer> {
     let catalog = catalog.clone();
     let (hosts, origins) = allowed(public_url);
@@ -40,7 +73,7 @@ fn transport(
         .service_factory(Arc::new(move || Ok(McpServer::new(catalog.clone(), server))))
         .session_manager(Arc::new(LocalSessionManager::default()))
         .stateful_mode(false)
-        .json_response(true)
+        .json_response(answers == Answers::Json)
         .allowed_hosts(hosts)
         .allowed_origins(origins)
         .on_request_fn(|req: &HttpRequest, hook: &mut Extensions| {

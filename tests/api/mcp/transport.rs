@@ -362,3 +362,38 @@ async fn host_and_origin_are_checked_and_only_post_is_served() {
         .expect("post");
     assert_eq!(json_only.status(), 406);
 }
+
+/// JSON answers by default; an event stream for a client that ranks it first in `Accept`.
+#[actix_web::test]
+async fn a_client_that_asks_for_an_event_stream_gets_one() {
+    let app = api_tests::spawn().await;
+    let (_, _, token) = account(&app, MANAGER, LEADS_SCOPES).await;
+    let server = app.listen();
+    for (accept, stream) in [
+        ("application/json, text/event-stream", false),
+        ("text/event-stream, application/json", true),
+        ("application/json;q=0.5, text/event-stream", true),
+        ("text/event-stream;q=0.1, application/json", false),
+    ] {
+        let res = reqwest::Client::new()
+            .post(format!("{}/mcp/v1/contacts", server.url))
+            .header("accept", accept)
+            .bearer_auth(&token)
+            .json(&initialize())
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(res.status(), 200, "{accept}");
+        let kind = res.headers()["content-type"].to_str().expect("ascii").to_owned();
+        let body = res.text().await.expect("body");
+        let answer: Value = if stream {
+            assert!(kind.starts_with("text/event-stream"), "{accept}: {kind}");
+            let data = body.lines().find_map(|l| l.strip_prefix("data:")).filter(|d| !d.trim().is_empty());
+            serde_json::from_str(data.unwrap_or_else(|| panic!("a data line in {body:?}")).trim()).expect("json")
+        } else {
+            assert!(kind.starts_with("application/json"), "{accept}: {kind}");
+            serde_json::from_str(&body).expect("json")
+        };
+        assert_eq!(answer["result"]["serverInfo"]["name"], "svc-contacts", "{accept}");
+    }
+}
