@@ -3,8 +3,7 @@
 //! tells the tests where (SVC_CHROMIUM, SVC_CHROMEDRIVER).
 
 use std::env;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use crate::Result;
 
@@ -22,14 +21,15 @@ impl Browser {
         if let Some(found) = Self::find()? {
             return Ok(found);
         }
-        if !is_root()? || !Path::new("/etc/debian_version").exists() {
+        if !pg_cluster::is_root()? || !pg_cluster::is_debian() {
             return Err(format!(
                 "chromium or chromedriver is neither on PATH nor in /usr/bin (nor named by \
                  SVC_CHROMIUM / SVC_CHROMEDRIVER); {INSTALL_HINT}"
             )
             .into());
         }
-        install()?;
+        println!("xtask: chromium or chromedriver not found; installing Debian's chromium and chromium-driver");
+        pg_cluster::apt_install(&["chromium", "chromium-driver"], INSTALL_HINT)?;
         Self::find()?
             .ok_or_else(|| format!("the packages installed no chromium or chromedriver; {INSTALL_HINT}").into())
     }
@@ -56,25 +56,4 @@ fn find_program(variable: &str, name: &str) -> Result<Option<PathBuf>> {
         .chain([PathBuf::from("/usr/bin")])
         .map(|dir| dir.join(name))
         .find(|path| path.is_file()))
-}
-
-fn is_root() -> Result<bool> {
-    let output = Command::new("id").arg("-u").output().map_err(|e| format!("cannot run `id -u`: {e}"))?;
-    Ok(String::from_utf8_lossy(&output.stdout).trim() == "0")
-}
-
-fn install() -> Result<()> {
-    println!("xtask: chromium or chromedriver not found; installing Debian's chromium and chromium-driver packages");
-    for args in [&["update"][..], &["install", "-y", "chromium", "chromium-driver"][..]] {
-        println!("xtask: apt-get {}", args.join(" "));
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map_err(|e| format!("cannot run apt-get: {e}; {INSTALL_HINT}"))?;
-        if !status.success() {
-            return Err(format!("`apt-get {}` failed ({status}); {INSTALL_HINT}", args.join(" ")).into());
-        }
-    }
-    Ok(())
 }

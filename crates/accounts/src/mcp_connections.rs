@@ -97,6 +97,40 @@ pub struct McpCaller {
     pub rate_key: Vec<u8>,
 }
 
+/// An MCP credential's person as its lookup reads them: id, name, active, every permission,
+/// the permissions.
+pub(crate) type Person = (i64, String, bool, bool, Vec<String>);
+
+/// The caller of an MCP credential found good (`key`: its id and name; `tenant`: id, status
+/// and calling code): 403 for an account that is not active, and for a deactivated person (a
+/// credential does only what its person may do; a deactivated person, nothing).
+pub(crate) fn caller_of(
+    credential: CredentialKind,
+    (key_id, key_name): (i64, String),
+    (tenant_id, tenant_status, calling_code): (i64, String, String),
+    (user_id, user_name, active, all, names): Person,
+) -> Result<Caller, Error> {
+    if tenant_status != "active" {
+        return Err(Error::forbidden(format!("This account is {tenant_status}.")));
+    }
+    if !active {
+        return Err(Error::forbidden("The person this credential acts for is deactivated."));
+    }
+    Ok(Caller {
+        tenant_id: TenantId(tenant_id),
+        calling_code,
+        key_id: ApiKeyId(key_id),
+        key_name,
+        credential,
+        issuer: Issuer::User {
+            id: UserId(user_id),
+            name: user_name,
+            active,
+            permissions: crate::users::permissions_of(all, &names),
+        },
+    })
+}
+
 /// Turns an MCP bearer credential into its caller: an `svc_mcp_` connection or an OAuth access
 /// token. 401 for a missing, unknown, revoked, expired or wrong-kind credential (a REST key
 /// or a refresh token included); 403 for a suspended or inactive account or a deactivated
@@ -111,11 +145,7 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
     if !token.starts_with(MCP_PREFIX) {
         return Err(Error::unauthenticated("REST API keys are not accepted by MCP servers; use an MCP connection."));
     }
-    type Row = (
-        (i64, i64, String, Vec<String>, Option<OffsetDateTime>),
-        (String, String),
-        (i64, String, bool, bool, Vec<String>),
-    );
+    type Row = ((i64, i64, String, Vec<String>, Option<OffsetDateTime>), (String, String), Person);
     let row: Option<Row> = mcp_connections::table
         .inner_join(tenants::table)
         .inner_join(users::table)
@@ -140,26 +170,6 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
     if revoked_at.is_some() {
         return Err(Error::unauthenticated("This MCP connection has been revoked."));
     }
-    if tenant_status != "active" {
-        return Err(Error::forbidden(format!("This account is {tenant_status}.")));
-    }
-    let (user_id, user_name, active, all, names) = user;
-    // a connection does only what its person may do: a deactivated person, nothing
-    if !active {
-        return Err(Error::forbidden("The connection's issuer is deactivated."));
-    }
-    let caller = Caller {
-        tenant_id: TenantId(tenant_id),
-        calling_code,
-        key_id: ApiKeyId(id),
-        key_name: name,
-        credential: CredentialKind::McpConnection,
-        issuer: Issuer::User {
-            id: UserId(user_id),
-            name: user_name,
-            active,
-            permissions: crate::users::permissions_of(all, &names),
-        },
-    };
+    let caller = caller_of(CredentialKind::McpConnection, (id, name), (tenant_id, tenant_status, calling_code), user)?;
     Ok(McpCaller { caller, scopes, resource: None, rate_key: hash(token) })
 }

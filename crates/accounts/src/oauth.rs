@@ -8,14 +8,14 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use kernel::{ApiKeyId, Caller, CredentialKind, Error, Issuer, TenantId, UserId};
+use kernel::{CredentialKind, Error, TenantId, UserId};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use time::{Duration, OffsetDateTime};
 use url::Url;
 
 use crate::keys::{MCP_PREFIX, generate, hash};
-use crate::mcp_connections::McpCaller;
+use crate::mcp_connections::{McpCaller, Person, caller_of};
 use crate::schema::{oauth_clients, oauth_grants, oauth_tokens, tenants, users};
 use store::Conn;
 
@@ -582,7 +582,7 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
         (i64, i64, String, Option<OffsetDateTime>),
         String,
         (String, String),
-        (i64, String, bool, bool, Vec<String>),
+        Person,
     );
     let row: Option<Row> = oauth_tokens::table
         .inner_join(
@@ -617,26 +617,8 @@ pub async fn authenticate(conn: &mut Conn, token: &str, now: OffsetDateTime) -> 
         return Err(Error::unauthenticated("This access token has expired; use the refresh token."));
     }
     let (tenant_status, calling_code) = tenant;
-    if tenant_status != "active" {
-        return Err(Error::forbidden(format!("This account is {tenant_status}.")));
-    }
-    let (user_id, user_name, active, all, names) = user;
-    if !active {
-        return Err(Error::forbidden("The person who consented is deactivated."));
-    }
-    let caller = Caller {
-        tenant_id: TenantId(tenant_id),
-        calling_code,
-        key_id: ApiKeyId(grant),
-        key_name: client_name,
-        credential: CredentialKind::OAuthToken,
-        issuer: Issuer::User {
-            id: UserId(user_id),
-            name: user_name,
-            active,
-            permissions: crate::users::permissions_of(all, &names),
-        },
-    };
+    let caller =
+        caller_of(CredentialKind::OAuthToken, (grant, client_name), (tenant_id, tenant_status, calling_code), user)?;
     // one rate-limit budget per grant, however often its tokens are refreshed
     let rate_key = hash(&format!("{MCP_PREFIX}grant:{grant}"));
     Ok(McpCaller { caller, scopes: scopes.unwrap_or_default(), resource: Some(resource), rate_key })

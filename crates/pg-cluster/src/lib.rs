@@ -38,8 +38,9 @@ impl Server {
         let root = is_root()?;
         let bin_dir = match find_bin_dir() {
             Some(dir) => dir,
-            None if root && Path::new("/etc/debian_version").exists() => {
-                install_postgresql()?;
+            None if root && is_debian() => {
+                println!("xtask: PostgreSQL server not found; installing Debian's postgresql package");
+                apt_install(&["postgresql"], INSTALL_HINT)?;
                 find_bin_dir()
                     .ok_or_else(|| format!("the postgresql package installed no server binaries; {INSTALL_HINT}"))?
             }
@@ -287,21 +288,30 @@ fn parse_version(name: &str) -> Option<Vec<u32>> {
     name.split('.').map(|part| part.parse().ok()).collect()
 }
 
-fn is_root() -> Result<bool> {
+/// Whether this process runs as root (who may install packages, and whom PostgreSQL refuses).
+pub fn is_root() -> Result<bool> {
     let output = output_checked(Command::new("id").arg("-u"))?;
     Ok(String::from_utf8_lossy(&output.stdout).trim() == "0")
 }
 
-fn install_postgresql() -> Result<()> {
-    println!("xtask: PostgreSQL server not found; installing Debian's postgresql package");
-    for args in [&["update"][..], &["install", "-y", "postgresql"][..]] {
+/// Whether this is a Debian machine, where [`apt_install`] can install what is missing.
+pub fn is_debian() -> bool {
+    Path::new("/etc/debian_version").exists()
+}
+
+/// `apt-get update`, then `apt-get install -y` of `packages`, printing each step (as root on
+/// Debian: see [`is_root`], [`is_debian`]); `hint` ends every error with what to do by hand.
+pub fn apt_install(packages: &[&str], hint: &str) -> Result<()> {
+    let install: Vec<&str> = ["install", "-y"].into_iter().chain(packages.iter().copied()).collect();
+    for args in [&["update"][..], &install[..]] {
+        println!("xtask: apt-get {}", args.join(" "));
         let status = Command::new("apt-get")
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
-            .map_err(|e| format!("cannot run apt-get: {e}; {INSTALL_HINT}"))?;
+            .map_err(|e| format!("cannot run apt-get: {e}; {hint}"))?;
         if !status.success() {
-            return Err(format!("`apt-get {}` failed ({status}); {INSTALL_HINT}", args.join(" ")).into());
+            return Err(format!("`apt-get {}` failed ({status}); {hint}", args.join(" ")).into());
         }
     }
     Ok(())

@@ -35,27 +35,11 @@ async fn a_person_signs_in_and_allows_a_client_in_a_real_browser() {
 
     let browser = Browser::start().await;
     browser.goto(&url).await.expect("open the authorization URL");
-    browser
-        .find(Locator::Css("#email"))
-        .await
-        .expect("email field")
-        .send_keys("amina@duka.example")
-        .await
-        .expect("type");
     // a wrong password first: the page says so and keeps the request
-    browser
-        .find(Locator::Css("#password"))
-        .await
-        .expect("password field")
-        .send_keys("not it at all")
-        .await
-        .expect("type");
-    browser.find(Locator::Css("button[type=submit]")).await.expect("sign in").click().await.expect("click");
+    sign_in(&browser, "amina@duka.example", "not it at all").await;
     let alert = browser.wait().for_element(Locator::Css("[role=alert]")).await.expect("the refusal");
     assert_eq!(alert.text().await.expect("text"), "Wrong email or password.");
-    browser.find(Locator::Css("#email")).await.expect("email").send_keys("amina@duka.example").await.expect("type");
-    browser.find(Locator::Css("#password")).await.expect("password").send_keys(PASSWORD).await.expect("type");
-    browser.find(Locator::Css("button[type=submit]")).await.expect("sign in").click().await.expect("click");
+    sign_in(&browser, "amina@duka.example", PASSWORD).await;
 
     // the consent page: who asks, where it sends the person, what it gets
     let heading = browser.wait().for_element(Locator::XPath("//h1[text()='Allow access?']")).await.expect("consent");
@@ -105,4 +89,13 @@ async fn a_person_signs_in_and_allows_a_client_in_a_real_browser() {
     let client = connect(&server, "/mcp/v1/contacts", access).await;
     let found = ok(&client, "find_leads", json!({})).await;
     assert!(found["items"].is_array(), "{found}");
+}
+
+/// Types into the sign-in form and submits it, as a person would.
+async fn sign_in(browser: &Browser, email: &str, password: &str) {
+    for (field, text) in [("#email", email), ("#password", password)] {
+        let input = browser.find(Locator::Css(field)).await.unwrap_or_else(|e| panic!("{field}: {e}"));
+        input.send_keys(text).await.expect("type");
+    }
+    browser.find(Locator::Css("button[type=submit]")).await.expect("sign in").click().await.expect("click");
 }

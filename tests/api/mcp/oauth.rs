@@ -64,6 +64,18 @@ impl Browser {
         self.answer(res.expect("POST")).await
     }
 
+    /// Posts the sign-in form with the page's `request` and `csrf`.
+    pub(crate) async fn sign_in(
+        &mut self,
+        email: &str,
+        password: &str,
+        request: &str,
+        csrf: &str,
+    ) -> (reqwest::StatusCode, reqwest::header::HeaderMap, String) {
+        self.post("/oauth/login", &[("email", email), ("password", password), ("request", request), ("csrf", csrf)])
+            .await
+    }
+
     async fn answer(&mut self, res: reqwest::Response) -> (reqwest::StatusCode, reqwest::header::HeaderMap, String) {
         self.keep_cookies(&res);
         let (status, headers) = (res.status(), res.headers().clone());
@@ -151,9 +163,7 @@ async fn consent(browser: &mut Browser, path: &str, email: &str) -> String {
     let (status, _, page) = browser.get(path).await;
     assert_eq!(status, 200, "{page}");
     let (request, csrf) = (field(&page, "request"), field(&page, "csrf"));
-    let (status, headers, _) = browser
-        .post("/oauth/login", &[("email", email), ("password", PASSWORD), ("request", &request), ("csrf", &csrf)])
-        .await;
+    let (status, headers, _) = browser.sign_in(email, PASSWORD, &request, &csrf).await;
     assert_eq!(status, 303);
     let (status, _, page) = browser.get(&location(&headers)).await;
     assert_eq!(status, 200, "{page}");
@@ -372,12 +382,7 @@ async fn consent_grants_only_what_the_person_may_do_and_every_call_checks_again(
     let mut browser = Browser::new(&server);
     let (_, _, page) = browser.get(&authorize_path(&client_id, &challenge, "mcp:contacts mcp:write", &[])).await;
     let (request, csrf) = (field(&page, "request"), field(&page, "csrf"));
-    let (_, headers, _) = browser
-        .post(
-            "/oauth/login",
-            &[("email", "juma@duka.example"), ("password", PASSWORD), ("request", &request), ("csrf", &csrf)],
-        )
-        .await;
+    let (_, headers, _) = browser.sign_in("juma@duka.example", PASSWORD, &request, &csrf).await;
     let (_, _, page) = browser.get(&location(&headers)).await;
     assert!(page.contains("It will be granted 2 of the 3 scopes"), "{page}");
     assert!(page.contains("Claude (test)") && page.contains("127.0.0.1:9"), "client name and redirect host: {page}");
@@ -580,53 +585,23 @@ async fn the_page_checks_csrf_refuses_framing_and_slows_down_failures() {
     }
     let (request, csrf) = (field(&page, "request"), field(&page, "csrf"));
     // a form without the cookie's token is refused
-    let (status, _, page) = browser
-        .post(
-            "/oauth/login",
-            &[("email", "zawadi@duka.example"), ("password", PASSWORD), ("request", &request), ("csrf", "forged")],
-        )
-        .await;
+    let (status, _, page) = browser.sign_in("zawadi@duka.example", PASSWORD, &request, "forged").await;
     assert_eq!(status, 403, "{page}");
     // wrong passwords: five are answered, then each attempt waits, the right password included
     for _ in 0..5 {
-        let (status, _, page) = browser
-            .post(
-                "/oauth/login",
-                &[
-                    ("email", "zawadi@duka.example"),
-                    ("password", "wrong password"),
-                    ("request", &request),
-                    ("csrf", &csrf),
-                ],
-            )
-            .await;
+        let (status, _, page) = browser.sign_in("zawadi@duka.example", "wrong password", &request, &csrf).await;
         assert_eq!(status, 401);
         assert!(page.contains("Wrong email or password."), "{page}");
     }
-    let (status, headers, page) = browser
-        .post(
-            "/oauth/login",
-            &[("email", "zawadi@duka.example"), ("password", PASSWORD), ("request", &request), ("csrf", &csrf)],
-        )
-        .await;
+    let (status, headers, page) = browser.sign_in("zawadi@duka.example", PASSWORD, &request, &csrf).await;
     assert_eq!(status, 429, "{page}");
     assert_eq!(headers["retry-after"], "30");
     // an unknown email gets the same answer as a wrong password
-    let (status, _, page) = browser
-        .post(
-            "/oauth/login",
-            &[("email", "nobody@duka.example"), ("password", PASSWORD), ("request", &request), ("csrf", &csrf)],
-        )
-        .await;
+    let (status, _, page) = browser.sign_in("nobody@duka.example", PASSWORD, &request, &csrf).await;
     assert_eq!(status, 401);
     assert!(page.contains("Wrong email or password."));
     app.clock.advance(time::Duration::seconds(31));
-    let (status, headers, _) = browser
-        .post(
-            "/oauth/login",
-            &[("email", "zawadi@duka.example"), ("password", PASSWORD), ("request", &request), ("csrf", &csrf)],
-        )
-        .await;
+    let (status, headers, _) = browser.sign_in("zawadi@duka.example", PASSWORD, &request, &csrf).await;
     assert_eq!(status, 303);
     let session = headers["set-cookie"].to_str().expect("cookie");
     assert!(
