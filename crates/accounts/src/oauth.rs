@@ -516,6 +516,15 @@ async fn issue_tokens(
     scopes: &[String],
     now: OffsetDateTime,
 ) -> Result<Tokens, OAuthError> {
+    // what the grant no longer needs goes as it grows: tokens a day past their expiry (a used
+    // refresh token stays until then, for reuse detection)
+    diesel::delete(
+        oauth_tokens::table
+            .filter(oauth_tokens::grant_id.eq(grant.id))
+            .filter(oauth_tokens::expires_at.lt(now - Duration::days(1))),
+    )
+    .execute(conn)
+    .await?;
     let (access, refresh) = (generate()?, generate()?);
     insert_token(conn, grant.id, "access", &access, Some(scopes), now + ACCESS_TTL).await?;
     insert_token(conn, grant.id, "refresh", &refresh, Some(&grant.scopes), now + REFRESH_TTL).await?;

@@ -134,6 +134,9 @@ pub async fn sign_in(conn: &mut Conn, email: &str, password: &str, now: OffsetDa
             .execute(conn)
             .await?;
     }
+    diesel::delete(sign_ins::table.filter(sign_ins::user_id.eq(user.id)).filter(sign_ins::expires_at.lt(now)))
+        .execute(conn)
+        .await?;
     let session = generate()?;
     diesel::insert_into(sign_ins::table)
         .values((

@@ -534,7 +534,27 @@ async fn a_token_serves_only_its_resource_and_lasts_an_hour() {
         post(&server, "/mcp/v1/contacts", Some(&text(&tokens, "refresh_token")), initialize()).await.status(),
         401
     );
-    assert_eq!(refresh(&server, &client_id, &text(&tokens, "refresh_token")).await.0, 200);
+    let (status, second) = refresh(&server, &client_id, &text(&tokens, "refresh_token")).await;
+    assert_eq!(status, 200);
+
+    // a day after they expire, a grant's old tokens go with its next refresh; the used refresh
+    // token stays until its own expiry, so a replay is still caught
+    app.clock.advance(time::Duration::hours(26));
+    let (status, third) = refresh(&server, &client_id, &text(&second, "refresh_token")).await;
+    assert_eq!(status, 200);
+    let kinds = api_tests::sql_rows(
+        &app.pool,
+        "SELECT kind, count(*) AS n FROM oauth_tokens WHERE grant_id = (SELECT max(id) FROM oauth_grants)
+         GROUP BY kind ORDER BY kind",
+    )
+    .await;
+    assert_eq!(kinds, [json!({"kind": "access", "n": 1}), json!({"kind": "refresh", "n": 3})]);
+    let (status, _) = refresh(&server, &client_id, &text(&tokens, "refresh_token")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        post(&server, "/mcp/v1/contacts", Some(&text(&third, "access_token")), initialize()).await.status(),
+        401
+    );
 }
 
 #[actix_web::test]
