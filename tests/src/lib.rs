@@ -67,6 +67,8 @@ pub struct TestApp<S> {
     worker: Worker,
     deliverer: Arc<webhooks::Deliverer>,
     service: S,
+    /// The port [`spawn_public`] reserved, which the public URL names, for [`TestApp::listen`].
+    reserved: std::sync::Mutex<Option<std::net::TcpListener>>,
 }
 
 /// The app with the contract's default limit of 120 requests a minute, in memory.
@@ -95,7 +97,15 @@ pub async fn spawn_with_webhooks(
     config: webhooks::WebhooksConfig,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
-    build_with(Limiter::Memory(120), MessagingConfig::default(), config).await
+    build_with(Limiter::Memory(120), MessagingConfig::default(), config, None).await
+}
+
+/// An app whose public URL is the address [`TestApp::listen`] will serve it at, for clients
+/// that follow the URLs the service publishes (OAuth discovery).
+pub async fn spawn_public()
+-> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a loopback port");
+    build_with(Limiter::Memory(120), MessagingConfig::default(), webhooks_config(), Some(listener)).await
 }
 
 async fn build(
@@ -103,15 +113,20 @@ async fn build(
     config: MessagingConfig,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
-    build_with(limiter, config, webhooks_config()).await
+    build_with(limiter, config, webhooks_config(), None).await
 }
 
 async fn build_with(
     limiter: Limiter,
     config: MessagingConfig,
     webhooks_config: webhooks::WebhooksConfig,
+    reserved: Option<std::net::TcpListener>,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
+    let public_url = match &reserved {
+        Some(listener) => format!("http://{}", listener.local_addr().expect("address")),
+        None => "http://127.0.0.1:8080".to_owned(),
+    };
     let db = TestDb::new().await;
     let pool = db.pool();
     // Whole seconds, so rate-limit reset times are exact.
@@ -122,7 +137,7 @@ async fn build_with(
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
     let settings = Config {
-        public_url: "http://127.0.0.1:8080".to_owned(),
+        public_url,
         provider_timeout: std::time::Duration::from_secs(2),
         sandbox: providers::SandboxConfig::default(),
         messaging: config,
@@ -134,7 +149,8 @@ async fn build_with(
     let deliverer = webhooks::Deliverer::new(services.webhooks.clone());
     let state = web::Data::new(AppState::new(pool.clone(), clock.clone(), limiter, services.clone()).expect("state"));
     let service = test::init_service(gateway::app(state, gateway::config::HttpLimits::default())).await;
-    TestApp { db, pool, clock, services, settings, worker, deliverer, service }
+    let reserved = std::sync::Mutex::new(reserved);
+    TestApp { db, pool, clock, services, settings, worker, deliverer, service, reserved }
 }
 
 impl<S> std::ops::Deref for TestApp<S> {
@@ -332,9 +348,13 @@ where
         let server =
             actix_web::HttpServer::new(move || gateway::app(state.clone(), gateway::config::HttpLimits::default()))
                 .workers(1)
-                .disable_signals()
-                .bind(("127.0.0.1", 0))
-                .expect("bind a loopback port");
+                .disable_signals();
+        let reserved = self.reserved.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        let server = match reserved {
+            Some(listener) => server.listen(listener),
+            None => server.bind(("127.0.0.1", 0)),
+        }
+        .expect("listen on a loopback port");
         let addr = server.addrs()[0];
         let server = server.run();
         let handle = server.handle();

@@ -685,3 +685,75 @@ async fn a_client_id_metadata_document_is_fetched_through_the_address_guard() {
         assert!(page.contains(says), "{id}: {page}");
     }
 }
+
+/// The official SDK's own OAuth client (`rmcp`'s `auth`) against the service: it discovers
+/// the protected resource and the authorization server from the MCP URL, registers itself,
+/// sends the person to the page with PKCE and a resource, checks `iss`, exchanges the code,
+/// calls tools with the token and refreshes it.
+#[actix_web::test]
+async fn the_sdk_s_oauth_client_discovers_registers_signs_in_calls_and_refreshes() {
+    use rmcp::transport::auth::{AuthClient, AuthorizationRequest, OAuthState};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let app = api_tests::spawn_public().await;
+    let server = app.listen();
+    person(&app, MANAGER, "rehema@duka.example").await;
+    let mcp_url = format!("{}/mcp/v1/contacts", server.url);
+
+    let mut oauth = OAuthState::new(mcp_url.as_str(), None).await.expect("an OAuth client");
+    let request = AuthorizationRequest::new(REDIRECT).with_client_name("rmcp test client").with_scopes([
+        "mcp:use",
+        "mcp:contacts",
+        "mcp:write",
+    ]);
+    oauth.start_authorization(request).await.expect("discovery and registration");
+    let url = oauth.get_authorization_url().await.expect("the authorization URL");
+    let asked = query_of(&url);
+    assert_eq!(asked["code_challenge_method"], "S256");
+    assert_eq!(asked["resource"], mcp_url, "RFC 8707: the MCP server's own URL");
+
+    // the person signs in and allows it (the page's HTTP, as in the tests above)
+    let mut browser = Browser::new(&server);
+    let path = url.strip_prefix(&server.url).expect("the page is this service's");
+    let (status, _, page) = browser.get(path).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("rmcp test client"), "{page}");
+    let (status, headers, _) =
+        browser.sign_in("rehema@duka.example", PASSWORD, &field(&page, "request"), &field(&page, "csrf")).await;
+    assert_eq!(status, 303);
+    let (_, _, page) = browser.get(&location(&headers)).await;
+    let (status, headers, _) = browser
+        .post(
+            "/oauth/authorize",
+            &[("decision", "approve"), ("request", &field(&page, "request")), ("csrf", &field(&page, "csrf"))],
+        )
+        .await;
+    assert_eq!(status, 303);
+
+    // the client takes the callback (checking state and iss) and exchanges the code
+    oauth.handle_callback_url(&location(&headers)).await.expect("the code exchange");
+    let manager = oauth.into_authorization_manager().expect("an authorized manager");
+    let token = manager.get_access_token().await.expect("an access token");
+    assert!(token.starts_with("svc_mcp_at_"), "{token}");
+    let refreshed = manager.refresh_token().await.expect("a refresh");
+    let renewed = manager.get_access_token().await.expect("the renewed token");
+    assert_ne!(renewed, token, "{refreshed:?}");
+
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        AuthClient::new(reqwest::Client::new(), manager),
+        StreamableHttpClientTransportConfig::with_uri(mcp_url.as_str()),
+    );
+    let client = rmcp::ServiceExt::serve(
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("svc-tests", "0.0.0"),
+        ),
+        transport,
+    )
+    .await
+    .expect("the MCP handshake with the OAuth token");
+    let upserted = ok(&client, "upsert_lead", json!({"name": "Rehema", "phone": "0712000009"})).await;
+    assert_eq!(upserted["created"], true);
+    // the first access token still works until its hour is up
+    assert_eq!(post(&server, "/mcp/v1/contacts", Some(&token), initialize()).await.status(), 200);
+}
