@@ -27,14 +27,17 @@ impl Documents {
     /// The document at `url`, as JSON; the error is shown on the page.
     pub async fn fetch(&self, url: &str) -> Result<Value, String> {
         let refused = |why: String| format!("The client's metadata document at {url} cannot be used: {why}.");
-        let parsed = guard::check_url(url, &self.policy).map_err(|r| refused(r.to_string()))?;
+        let parsed = guard::check_url(url, &self.policy).map_err(|r| refused(words(&r)))?;
         if parsed.fragment().is_some() || parsed.path() == "/" || parsed.query().is_some() {
             return Err(refused("a client_id URL has a path, and no query or fragment".into()));
         }
-        let response =
-            self.client.get(parsed).header(reqwest::header::ACCEPT, "application/json").send().await.map_err(|e| {
-                refused(guard::refusal_of(&e).map_or_else(|| "it could not be fetched".into(), |r| r.to_string()))
-            })?;
+        let response = self
+            .client
+            .get(parsed)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| refused(guard::refusal_of(&e).map_or_else(|| "it could not be fetched".into(), words)))?;
         if !response.status().is_success() {
             return Err(refused(format!("it answered HTTP {}", response.status().as_u16())));
         }
@@ -45,4 +48,11 @@ impl Documents {
         }
         serde_json::from_str(&body).map_err(|_| refused("it is not JSON".into()))
     }
+}
+
+/// The guard's refusal in this page's words: its texts speak of webhooks.
+fn words(refusal: &guard::Refusal) -> String {
+    let text = refusal.to_string();
+    let reason = text.split("; webhooks").next().unwrap_or(&text);
+    reason.replace("the webhook URL", "the client_id URL").replace("the webhook host", "the client_id host")
 }
