@@ -341,7 +341,12 @@ where
     /// The same app on a real listener on this machine's loopback, for clients that speak HTTP
     /// themselves (the MCP SDK's); it stops when the answer is dropped.
     pub fn listen(&self) -> Listening {
-        let limiter = RateLimiter::Memory(MemoryLimiter::new(10_000));
+        self.listen_limited(10_000)
+    }
+
+    /// [`TestApp::listen`] with a rate limit of `per_minute` requests per credential.
+    pub fn listen_limited(&self, per_minute: u32) -> Listening {
+        let limiter = RateLimiter::Memory(MemoryLimiter::new(per_minute));
         let state = web::Data::new(
             AppState::new(self.pool.clone(), self.clock.clone(), limiter, self.services.clone()).expect("state"),
         );

@@ -580,6 +580,30 @@ pub async fn revoke(conn: &mut Conn, token: &str, client_id: Option<&str>, now: 
     Ok(())
 }
 
+/// Revokes `user`'s live grants (only `client_id`'s, when given): the operator's way to end
+/// what a person allowed. Answers how many.
+pub async fn revoke_grants(
+    conn: &mut Conn,
+    user: UserId,
+    client_id: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<usize, Error> {
+    let mut grants = oauth_grants::table
+        .inner_join(oauth_clients::table)
+        .filter(oauth_grants::user_id.eq(user.0))
+        .filter(oauth_grants::revoked_at.is_null())
+        .select(oauth_grants::id)
+        .into_boxed();
+    if let Some(client_id) = client_id {
+        grants = grants.filter(oauth_clients::client_id.eq(client_id));
+    }
+    let ids: Vec<i64> = grants.load(conn).await?;
+    Ok(diesel::update(oauth_grants::table.filter(oauth_grants::id.eq_any(&ids)))
+        .set(oauth_grants::revoked_at.eq(now))
+        .execute(conn)
+        .await?)
+}
+
 /// Turns an access token into its caller, as [`crate::mcp_connections::authenticate`] does a
 /// connection: 401 for an unknown, expired or revoked token (or grant); 403 for an account
 /// that is not active or a deactivated person. `resource` is the grant's, for the gateway to

@@ -757,3 +757,48 @@ async fn the_sdk_s_oauth_client_discovers_registers_signs_in_calls_and_refreshes
     // the first access token still works until its hour is up
     assert_eq!(post(&server, "/mcp/v1/contacts", Some(&token), initialize()).await.status(), 200);
 }
+
+/// A grant's access tokens share one rate limit: refreshing does not buy more requests.
+#[actix_web::test]
+async fn the_rate_limit_counts_per_grant_and_answers_429_with_retry_after() {
+    let app = api_tests::spawn().await;
+    let server = app.listen_limited(3);
+    person(&app, MANAGER, "tumaini@duka.example").await;
+    let (client_id, first) = tokens(&server, "tumaini@duka.example", "mcp:contacts", &[]).await;
+    let (_, second) = refresh(&server, &client_id, &text(&first, "refresh_token")).await;
+    for token in [&first, &first, &second] {
+        assert_eq!(post(&server, "/mcp", Some(&text(token, "access_token")), initialize()).await.status(), 200);
+    }
+    let res = post(&server, "/mcp", Some(&text(&second, "access_token")), initialize()).await;
+    assert_eq!(res.status(), 429);
+    assert!(res.headers()["retry-after"].to_str().expect("ascii").parse::<u64>().is_ok_and(|s| s > 0));
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["error"], "rate_limited");
+    // another person's grant has its own budget
+    person(&app, MANAGER, "other@duka.example").await;
+    let (_, other) = tokens(&server, "other@duka.example", "mcp:contacts", &[]).await;
+    assert_eq!(post(&server, "/mcp", Some(&text(&other, "access_token")), initialize()).await.status(), 200);
+}
+
+/// `gateway admin oauth revoke --user U [--client C]`: an operator ends what a person allowed.
+#[actix_web::test]
+async fn an_operator_revokes_a_person_s_grants() {
+    use gateway::cli::admin::{AdminCommand, OauthCommand};
+    let app = api_tests::spawn().await;
+    let server = app.listen();
+    let (_, user) = person(&app, MANAGER, "upendo@duka.example").await;
+    let (client_id, tokens) = tokens(&server, "upendo@duka.example", "mcp:contacts", &[]).await;
+    let revoke = |client: Option<&str>| {
+        crate::admin_cli::admin(
+            app.db.url(),
+            AdminCommand::Oauth(OauthCommand::Revoke { user: user.0, client: client.map(str::to_owned) }),
+        )
+    };
+    assert_eq!(revoke(Some("svc_client_someone_else")).await.expect("revoke").trim(), "0");
+    assert_eq!(post(&server, "/mcp", Some(&text(&tokens, "access_token")), initialize()).await.status(), 200);
+    assert_eq!(revoke(Some(&client_id)).await.expect("revoke").trim(), "1");
+    assert_eq!(post(&server, "/mcp", Some(&text(&tokens, "access_token")), initialize()).await.status(), 401);
+    let (status, refusal) = refresh(&server, &client_id, &text(&tokens, "refresh_token")).await;
+    assert_eq!((status, refusal["error"].as_str()), (400, Some("invalid_grant")));
+    assert_eq!(revoke(None).await.expect("revoke").trim(), "0", "nothing live is left");
+}

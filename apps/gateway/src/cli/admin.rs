@@ -40,6 +40,9 @@ pub enum AdminCommand {
     /// MCP connections: `svc_mcp_` credentials for language-model clients.
     #[command(subcommand)]
     McpConnection(McpConnectionCommand),
+    /// OAuth grants: what people allowed MCP clients to do.
+    #[command(subcommand)]
+    Oauth(OauthCommand),
     /// The tenant's wallet.
     #[command(subcommand)]
     Wallet(WalletCommand),
@@ -185,6 +188,20 @@ pub enum McpConnectionCommand {
     },
     /// Revoke a connection; it is refused from the next call on.
     Revoke { id: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OauthCommand {
+    /// Revoke a person's grants (every client's, or one `--client`'s): every token issued from
+    /// them is refused from the next request on, and the client must ask them again. Prints
+    /// how many grants were revoked.
+    Revoke {
+        #[arg(long)]
+        user: i64,
+        /// A client_id: only this client's grants.
+        #[arg(long)]
+        client: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -434,6 +451,10 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
         AdminCommand::McpConnection(McpConnectionCommand::Revoke { id }) => {
             let connection = accounts::mcp_connections::revoke(conn, id, now).await?;
             (connection.id.to_string(), json!(connection))
+        }
+        AdminCommand::Oauth(OauthCommand::Revoke { user, client }) => {
+            let revoked = accounts::oauth::revoke_grants(conn, UserId(user), client.as_deref(), now).await?;
+            (revoked.to_string(), json!({"user_id": user, "revoked": revoked}))
         }
         AdminCommand::Wallet(WalletCommand::Credit { tenant, amount_minor, note }) => {
             let wallet = accounts::wallet::credit(conn, TenantId(tenant), amount_minor, note.as_deref()).await?;
