@@ -238,14 +238,15 @@ async fn check(state: &AppState, params: AuthorizeParams) -> Result<Authorizatio
 /// unknown or older than [`oauth::DOCUMENT_TTL`].
 async fn client(state: &AppState, client_id: &str) -> Result<Client, String> {
     let now = state.clock.now();
-    let mut conn = store::connect_global(&state.pool).await.map_err(|e| server_error(&e))?;
-    let known = oauth::client(&mut conn, client_id).await.map_err(|e| server_error(&e))?;
+    let connect = async || store::connect_global(&state.pool).await.map_err(|e| server_error(&e));
+    let known = oauth::client(&mut *connect().await?, client_id).await.map_err(|e| server_error(&e))?;
     let is_document = client_id.starts_with("https://") || client_id.starts_with("http://");
     match known {
         Some(client) if !client.is_stale(now) => Ok(client),
         _ if is_document => {
+            // fetched holding no connection: another server may take seconds to answer
             let document = state.client_documents.fetch(client_id).await?;
-            oauth::save_document(&mut conn, client_id, &document, now).await.map_err(|e| e.description)
+            oauth::save_document(&mut *connect().await?, client_id, &document, now).await.map_err(|e| e.description)
         }
         _ => Err(format!("Unknown client {client_id:?}: register it first (RFC 7591) at /oauth/register.")),
     }
