@@ -328,7 +328,8 @@ pub(crate) async fn duplicate_of(
         .filter(leads::tenant_id.eq(tenant))
         .filter(leads::id.ne(id))
         .filter(
-            diesel::dsl::sql::<diesel::sql_types::Bool>("lower(name) = lower(")
+            // svc_lower: lower() that stays an index condition under row-level security
+            diesel::dsl::sql::<diesel::sql_types::Bool>("svc_lower(name) = svc_lower(")
                 .bind::<diesel::sql_types::Text, _>(name)
                 .sql(")"),
         )

@@ -1,0 +1,2 @@
+DROP INDEX leads_tenant_lower_name;
+DROP FUNCTION svc_lower(TEXT);
