@@ -44,6 +44,22 @@ fn uids(page: &Value) -> Vec<String> {
 /// A refusal of `code` whose `errors` name `field`.
 /// Every contacts tool with arguments naming `group` and `contact` (those that take ids) or
 /// well-formed others.
+/// A group and one contact in it, made through REST with `key`: their id and uid.
+async fn group_with_contact<S, B>(app: &api_tests::TestApp<S>, key: &str) -> (Value, Value)
+where
+    S: actix_web::dev::Service<
+            actix_http::Request,
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+        >,
+    B: actix_web::body::MessageBody,
+{
+    let rest = app.post("/api/v3/contact-groups", key, json!({"name": "Customers"})).await;
+    let group = rest.data()["id"].clone();
+    let rest = app.post(&format!("/api/v3/contact-groups/{group}/contacts"), key, json!({"PHONE": "0712345678"})).await;
+    (group, rest.data()["uid"].clone())
+}
+
 fn every_call(group: &Value, contact: &Value) -> Vec<(&'static str, Value)> {
     vec![
         ("list_contact_groups", json!({})),
@@ -268,11 +284,7 @@ async fn scopes_decide_which_contacts_tools_a_connection_may_use() {
     let reader = app.mcp_connection(tenant, user, "mcp:use mcp:contacts").await;
     let elsewhere = app.mcp_connection(tenant, user, "mcp:use mcp:messaging mcp:write").await;
     let server = app.listen();
-    let rest = app.post("/api/v3/contact-groups", &key, json!({"name": "Customers"})).await;
-    let group = rest.data()["id"].clone();
-    let rest =
-        app.post(&format!("/api/v3/contact-groups/{group}/contacts"), &key, json!({"PHONE": "0712345678"})).await;
-    let contact = rest.data()["uid"].clone();
+    let (group, contact) = group_with_contact(&app, &key).await;
 
     // without mcp:write only the reading tools are listed, and a write is refused
     let client = connect(&server, "/mcp/v1/contacts", &reader).await;
@@ -315,11 +327,7 @@ async fn the_issuers_contacts_permissions_decide_every_call() {
     let user = app.user(tenant, "leads.view").await;
     let token = app.mcp_connection(tenant, user, SCOPES).await;
     let server = app.listen();
-    let rest = app.post("/api/v3/contact-groups", &key, json!({"name": "Customers"})).await;
-    let group = rest.data()["id"].clone();
-    let rest =
-        app.post(&format!("/api/v3/contact-groups/{group}/contacts"), &key, json!({"PHONE": "0712345678"})).await;
-    let contact = rest.data()["uid"].clone();
+    let (group, contact) = group_with_contact(&app, &key).await;
     let client = connect(&server, "/mcp/v1/contacts", &token).await;
 
     // no contacts permission: no contacts tool listed (the leads reads are), each call refused
