@@ -226,6 +226,9 @@ async fn only_jobs_whose_handlers_are_still_running_here_are_renewed() {
     // be recorded: the heartbeat leaves the lease to run out, and the job comes back.
     running.abort();
     assert!(running.await.expect_err("aborted").is_cancelled());
+    // The handler's own task is aborted with its `JoinSet`, and dropped by the runtime a moment
+    // later: until then it still counts as running here.
+    eventually("the aborted handler to be dropped", || async { a.beat().await.expect("beat") == 0 }).await;
     let renewed_until = job(&env.pool, id).await.locked_until;
     env.clock.advance(LEASE / 3);
     assert_eq!(a.beat().await.expect("beat"), 0, "nothing of A's is running");
