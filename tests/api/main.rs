@@ -3,6 +3,7 @@
 mod account;
 mod admin_cli;
 mod auth;
+mod chat;
 mod commerce;
 mod contacts;
 mod contacts_original;

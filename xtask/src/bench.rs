@@ -10,8 +10,11 @@
 //! before each side. The commerce workloads (product batch, orders with reservations) make
 //! their own shops through the API (see [`commerce`]); the data-table workloads (a page of a
 //! 1,000,000-record table, filtered and sorted or searched; record creates) their own tables
-//! with the admin CLI (see [`data_tables`]). `--only N` runs workload N alone (and loads no
-//! contacts when it reads none). `--check` compares each API/raw ratio with the committed
+//! with the admin CLI (see [`data_tables`]); the chat workloads (a text send; inbound webhook
+//! deliveries) the tenant's chat account (see [`chat`]); the publishing workloads (a 5,000-product
+//! publish to a chat catalogue served by a fake Graph API; a drift check over 50,000 listings with
+//! the admin CLI) their own chat accounts and shops (see [`publishing`]). `--only N` runs workload N alone (and
+//! loads no contacts when it reads none). `--check` compares each API/raw ratio with the committed
 //! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
 //! database's time went (see [`explain`]).
 //!
@@ -20,12 +23,15 @@
 mod api;
 mod baseline;
 mod campaign;
+mod chat;
 mod commerce;
 mod data;
 mod data_tables;
 mod explain;
+mod groups_forms;
 mod load;
 mod mcp;
+mod publishing;
 mod report;
 mod sql;
 mod sys;
@@ -106,6 +112,20 @@ enum Work {
     DataCreates,
     /// MCP `tools/call` against the REST route of the same service method (see [`mcp`]).
     Mcp,
+    /// `POST /chat/send`, one text to one customer (see [`chat`]).
+    ChatSend,
+    /// Signed chat webhook deliveries, one new inbound text each (see [`chat`]).
+    ChatInbound,
+    /// 5,000-product batches published to a chat catalogue behind a fake Graph API, each timed
+    /// until its run completes with every row synced (see [`publishing`]).
+    ChatPublish,
+    /// `gateway admin commerce check-drift` over a shop's listings on the sandbox platform
+    /// (see [`publishing`]).
+    DriftCheck,
+    /// `POST /chat/groups/{id}/messages`, one text to an active group (see [`groups_forms`]).
+    GroupSend,
+    /// Signed chat webhook deliveries, one form reply each (see [`groups_forms`]).
+    FormAnswer,
 }
 
 impl Work {
@@ -120,6 +140,12 @@ impl Work {
                 | Self::DataPage
                 | Self::DataCreates
                 | Self::Mcp
+                | Self::ChatSend
+                | Self::ChatInbound
+                | Self::ChatPublish
+                | Self::DriftCheck
+                | Self::GroupSend
+                | Self::FormAnswer
         )
     }
 }
@@ -168,7 +194,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 14] = [
+static WORKLOADS: [Workload; 20] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -367,6 +393,90 @@ static WORKLOADS: [Workload; 14] = [
         open_loop_p99_ms: None,
         raw_sql: mcp::RAW_GET,
     },
+    Workload {
+        number: 15,
+        name: "chat text send, one recipient",
+        work: Work::ChatSend,
+        connections: report::CONNECTIONS,
+        // the SMS send's targets (6)
+        min_ratio: Some(0.6),
+        min_rate: None,
+        max_p99_ms: Some(25.0),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: Some(report::OPEN_WRITE_P99_MS),
+        raw_sql: chat::RAW_SEND,
+    },
+    Workload {
+        number: 16,
+        name: "inbound chat webhook deliveries, one text each",
+        work: Work::ChatInbound,
+        connections: report::CONNECTIONS,
+        // no inbound or receipt row had a target to follow: issue 17's 0.5
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: chat::RAW_INBOUND,
+    },
+    Workload {
+        number: 17,
+        name: "5,000-product publish to the chat catalogue",
+        work: Work::ChatPublish,
+        connections: 1,
+        // issue 18
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: publishing::RAW_PUBLISH,
+    },
+    Workload {
+        number: 18,
+        name: "drift check over 50,000 listings",
+        work: Work::DriftCheck,
+        connections: 1,
+        // issue 18; the time limit is checked by `publishing` (the report's is for campaigns and batches)
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: Some(publishing::DRIFT_LIMIT_S),
+        open_loop_p99_ms: None,
+        raw_sql: publishing::RAW_DRIFT,
+    },
+    Workload {
+        number: 19,
+        name: "chat group message send",
+        work: Work::GroupSend,
+        connections: report::CONNECTIONS,
+        // issue 19
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: groups_forms::RAW_GROUP_SEND,
+    },
+    Workload {
+        number: 20,
+        name: "form answer intake, one flow reply each",
+        work: Work::FormAnswer,
+        connections: report::CONNECTIONS,
+        // issue 19
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: groups_forms::RAW_FORM_ANSWER,
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -392,6 +502,8 @@ struct Setup {
     order_inventory: i32,
     /// Records of the data-table page workload's table.
     data_records: u64,
+    /// Listings of the drift check workload's shop.
+    drift_listings: u64,
 }
 
 /// What `cargo xtask bench` was asked for.
@@ -491,12 +603,14 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         orders: if quick { commerce::QUICK_ORDERS } else { commerce::ORDERS },
         order_inventory: if quick { commerce::QUICK_ORDER_INVENTORY } else { commerce::ORDER_INVENTORY },
         data_records: if quick { data_tables::QUICK_RECORDS } else { data_tables::RECORDS },
+        drift_listings: if quick { publishing::QUICK_DRIFT_LISTINGS } else { publishing::DRIFT_LISTINGS },
     };
     if explain {
         explain::install(&setup.database_url).await?;
     }
-    let report = signals.or_stop(measure(&setup, timing, &workloads)).await?;
+    let (report, notes) = signals.or_stop(measure(&setup, timing, &workloads)).await?;
     println!("\n{}", report.markdown());
+    print!("{}", publishing::markdown(&notes));
     if explain {
         let statements = out_dir.join("statements.md");
         fs::write(&statements, explain::report(&setup.database_url).await?)?;
@@ -513,7 +627,9 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         }
         out_dir.join("latest.json")
     };
-    fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")?;
+    let mut value = serde_json::to_value(&report)?;
+    publishing::annotate(&mut value, &notes);
+    fs::write(&json, serde_json::to_string_pretty(&value)? + "\n")?;
     println!("xtask: wrote {} (gateway log: {})", json.display(), setup.gateway_log.display());
     let mut code = ExitCode::SUCCESS;
     if check {
@@ -610,8 +726,13 @@ fn setting(name: &str, default: &str) -> String {
     env::var(name).map_or_else(|_| format!("{default} (default)"), |v| v.trim().to_owned())
 }
 
-/// Serve, load (when a workload reads the contacts), and run `workloads` on both sides.
-async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload]) -> Result<Report> {
+/// Serve, load (when a workload reads the contacts), and run `workloads` on both sides; with
+/// the report, what the publishing rows say beyond it.
+async fn measure(
+    setup: &Setup,
+    timing: Timing,
+    workloads: &[&'static Workload],
+) -> Result<(Report, Vec<publishing::Note>)> {
     // Connections kept idle up to what an open-loop run may have in flight: with only the
     // closed runs' 32, a burst past them closed its extra connections on return and opened new
     // ones for the next burst, and an open loop measured the churn (GET /me at half its rate
@@ -637,6 +758,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
     db.batch_execute("VACUUM ANALYZE").await?;
 
     let mut outcomes = Vec::new();
+    let mut notes = Vec::new();
     for &workload in workloads {
         let run = Run { setup, api: &api, db: &db, meter: &meter, timing, loaded_group, key_hash: &key_hash };
         // the workloads that measure themselves
@@ -648,6 +770,19 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             Work::DataPage => run.data_page(workload).await?,
             Work::DataCreates => vec![run.data_creates(workload).await?],
             Work::Mcp => run.mcp(workload).await?,
+            Work::ChatSend => vec![run.chat_send(workload).await?],
+            Work::ChatInbound => vec![run.chat_inbound(workload).await?],
+            Work::GroupSend => vec![run.group_send(workload).await?],
+            Work::FormAnswer => vec![run.form_answer(workload).await?],
+            Work::ChatPublish | Work::DriftCheck => {
+                let (outcome, note) = if workload.work == Work::ChatPublish {
+                    run.chat_publish(workload).await?
+                } else {
+                    run.drift_check(workload).await?
+                };
+                notes.push(note);
+                vec![outcome]
+            }
             _ => Vec::new(),
         };
         if !own.is_empty() {
@@ -674,7 +809,7 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
     }
 
     let machine = Machine::describe();
-    Ok(Report {
+    let report = Report {
         date: OffsetDateTime::now_utc().replace_nanosecond(0)?.format(&Rfc3339)?,
         postgres: report::Postgres { version, settings: SETTINGS.iter().map(|s| (*s).to_owned()).collect() },
         gateway: report::Gateway {
@@ -702,7 +837,8 @@ async fn measure(setup: &Setup, timing: Timing, workloads: &[&'static Workload])
             report::compare_shared_limiter(&mut results);
             results
         },
-    })
+    };
+    Ok((report, notes))
 }
 
 /// Fills a new group with the contacts the search reads, through the API's batch endpoint.
@@ -795,7 +931,13 @@ impl Run<'_> {
             | Work::Orders
             | Work::DataPage
             | Work::DataCreates
-            | Work::Mcp => 0,
+            | Work::Mcp
+            | Work::ChatSend
+            | Work::ChatInbound
+            | Work::ChatPublish
+            | Work::DriftCheck
+            | Work::GroupSend
+            | Work::FormAnswer => 0,
         })
     }
 
@@ -909,9 +1051,16 @@ impl Run<'_> {
             | Work::Orders
             | Work::DataPage
             | Work::DataCreates
-            | Work::Mcp => {
+            | Work::Mcp
+            | Work::ChatSend
+            | Work::ChatInbound
+            | Work::ChatPublish
+            | Work::DriftCheck
+            | Work::GroupSend
+            | Work::FormAnswer => {
                 return Err(
-                    "the campaign, webhook, commerce, data-table and MCP workloads run on their own (see measure)"
+                    "the campaign, webhook, commerce, data-table, MCP, chat and publishing workloads run on their own \
+                     (see measure)"
                         .into(),
                 );
             }
@@ -923,7 +1072,7 @@ impl Run<'_> {
     }
 }
 
-/// A plain workload's API request (1 to 6, 9), shared by its closed- and open-loop runs.
+/// A plain workload's API request (1 to 6, 9, 15), shared by its closed- and open-loop runs.
 type ApiOp = Arc<dyn Fn(load::Op) -> Pin<Box<dyn Future<Output = load::OpResult> + Send>> + Send + Sync>;
 
 fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
@@ -953,15 +1102,26 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
             let api = Arc::clone(&api);
             Box::pin(async move { api.lead_upsert(op.seq).await })
         }),
+        Work::ChatSend => Arc::new(move |op| {
+            let api = Arc::clone(&api);
+            Box::pin(async move { api.chat_send(op.seq).await })
+        }),
         Work::Campaign
         | Work::Webhooks
         | Work::ProductBatch
         | Work::Orders
         | Work::DataPage
         | Work::DataCreates
-        | Work::Mcp => {
+        | Work::Mcp
+        | Work::ChatInbound
+        | Work::ChatPublish
+        | Work::DriftCheck
+        | Work::GroupSend
+        | Work::FormAnswer => {
             return Err(
-                "the campaign, webhook, commerce, data-table and MCP workloads run on their own (see measure)".into()
+                "the campaign, webhook, commerce, data-table, MCP, inbound chat and publishing workloads run on their \
+                 own (see measure)"
+                    .into(),
             );
         }
     };

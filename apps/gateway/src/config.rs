@@ -42,6 +42,10 @@ pub struct Config {
     /// Timeout of one provider call.
     pub provider_timeout: std::time::Duration,
     pub sandbox: providers::SandboxConfig,
+    /// How long the sandbox chat provider keeps a template in review.
+    pub sandbox_template_review: std::time::Duration,
+    /// How long the sandbox chat provider takes to confirm a group's creation.
+    pub sandbox_group_delay: std::time::Duration,
     pub messaging: messaging::MessagingConfig,
     pub webhooks: webhooks::WebhooksConfig,
     /// The keys that seal secrets at rest (`SVC_SECRETS_KEY`, `SVC_SECRETS_OLD_KEYS`).
@@ -123,6 +127,8 @@ impl Config {
                 delivery_delay: millis("SVC_SANDBOX_DELIVERY_DELAY_MS", 1_000)?,
                 keep: parsed("SVC_SANDBOX_KEEP", providers::sandbox::DEFAULT_KEEP)?,
             },
+            sandbox_template_review: millis("SVC_SANDBOX_TEMPLATE_REVIEW_MS", 2_000)?,
+            sandbox_group_delay: millis("SVC_SANDBOX_GROUP_DELAY_MS", 1_000)?,
             messaging: messaging_config(job_lease)?,
             webhooks: webhooks_config(job_lease)?,
             secrets: store::secrets::SecretsConfig::from_vars(var)?,
@@ -176,6 +182,12 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
         dead_after: job_lease,
         opt_out_keywords: words("SVC_SMS_OPT_OUT_KEYWORDS", &defaults.opt_out_keywords),
         opt_in_keywords: words("SVC_SMS_OPT_IN_KEYWORDS", &defaults.opt_in_keywords),
+        chat_billing: match var("SVC_CHAT_BILLING") {
+            None => defaults.chat_billing,
+            Some(raw) => messaging::chat::send::ChatBilling::parse(&raw)
+                .ok_or_else(|| format!("SVC_CHAT_BILLING={raw:?}: use message or conversation"))?,
+        },
+        chat_price_minor: parsed("SVC_CHAT_PRICE_MINOR", defaults.chat_price_minor)?,
     })
 }
 

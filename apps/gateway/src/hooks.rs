@@ -1,6 +1,7 @@
 //! `/hooks/...`: provider callbacks. They carry no API key: the channel's secret token in the
 //! path is what authenticates them (an unknown token answers 404), and they are not rate
-//! limited, since a provider replays receipts in bursts.
+//! limited, since a provider replays receipts in bursts. The chat provider's deliveries are
+//! signed besides (`X-Hub-Signature-256` with the account's app secret).
 
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -15,6 +16,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/hooks/sms/{token}")
             .service(web::resource("/delivery").route(web::post().to(delivery)))
             .service(web::resource("/inbound").route(web::post().to(inbound))),
+    );
+    cfg.service(
+        web::resource("/hooks/chat/{token}").route(web::get().to(chat_challenge)).route(web::post().to(chat_delivery)),
     );
 }
 
@@ -52,4 +56,59 @@ pub async fn inbound(
 ) -> Result<HttpResponse, ApiError> {
     let message = state.messaging.inbound_callback(&token, content_type(&req), &body).await?;
     Ok(ok(json!({ "id": message.id, "uid": message.uid })))
+}
+
+/// The verification request of the provider's webhook subscription (`hub.*` query members).
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Challenge {
+    /// `subscribe`.
+    #[serde(rename = "hub.mode")]
+    #[param(rename = "hub.mode")]
+    pub mode: Option<String>,
+    /// The account's verify token.
+    #[serde(rename = "hub.verify_token")]
+    #[param(rename = "hub.verify_token")]
+    pub verify_token: Option<String>,
+    /// Echoed back when the token matches.
+    #[serde(rename = "hub.challenge")]
+    #[param(rename = "hub.challenge")]
+    pub challenge: Option<String>,
+}
+
+/// The chat provider checks the webhook: the challenge comes back as plain text when the
+/// verify token is the account's.
+#[utoipa::path(get, path = "/hooks/chat/{token}", operation_id = "chat_webhook_verify", tag = "Provider callbacks",
+    params(("token" = String, Path, description = "the chat account's webhook secret"), Challenge),
+    responses((status = 200, body = String, content_type = "text/plain", description = "the challenge"),
+        (status = 403, body = ErrorEnvelope), (status = 404, body = ErrorEnvelope)))]
+pub async fn chat_challenge(
+    state: web::Data<AppState>,
+    token: web::Path<String>,
+    query: web::Query<Challenge>,
+) -> Result<HttpResponse, ApiError> {
+    let challenge = state
+        .messaging
+        .chat_challenge(&token, query.mode.as_deref(), query.verify_token.as_deref(), query.challenge.as_deref())
+        .await?;
+    Ok(HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(challenge))
+}
+
+/// A delivery of the chat provider's webhook: statuses, customers' messages, echoes, quality
+/// changes. Verified by `X-Hub-Signature-256`; replays change nothing twice.
+#[utoipa::path(post, path = "/hooks/chat/{token}", operation_id = "chat_webhook_delivery", tag = "Provider callbacks",
+    params(("token" = String, Path, description = "the chat account's webhook secret"),
+        ("X-Hub-Signature-256" = String, Header, description = "`sha256=` and the hex HMAC-SHA256 of the body under the app secret")),
+    request_body(content = Object, content_type = "application/json"),
+    responses((status = 200, body = messaging::chat::webhook::WebhookOutcome, description = "`data`: what the delivery did"),
+        (status = 401, body = ErrorEnvelope, description = "the signature does not hold"),
+        (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope)))]
+pub async fn chat_delivery(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    token: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let signature = req.headers().get("x-hub-signature-256").and_then(|v| v.to_str().ok());
+    Ok(ok(state.messaging.chat_webhook(&token, signature, &body).await?))
 }

@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod ops;
 pub mod serve;
+pub mod shop;
 pub mod v3;
 
 use actix_web::body::MessageBody;
@@ -65,7 +66,20 @@ impl Services {
         let keyring = keyring(&pool, &config.secrets).await?;
         let client = providers::http_client().map_err(kernel::Error::internal)?;
         let sandbox = std::sync::Arc::new(providers::Sandbox::new(config.sandbox.clone()));
-        let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout, keyring.clone());
+        // the chat sandbox reads the service's clock, so a test moving it moves template reviews
+        let now = {
+            let clock = clock.clone();
+            std::sync::Arc::new(move || std::time::SystemTime::from(clock.now())) as providers::chat_sandbox::Now
+        };
+        let chat_sandbox = std::sync::Arc::new(providers::ChatSandbox::new(providers::ChatSandboxConfig {
+            delivery_delay: config.sandbox.delivery_delay,
+            template_review: config.sandbox_template_review,
+            group_delay: config.sandbox_group_delay,
+            keep: config.sandbox.keep,
+            now,
+        }));
+        let gateways = messaging::gateways::Gateways::new(client, sandbox, config.provider_timeout, keyring.clone())
+            .with_chat_sandbox(chat_sandbox);
         let webhooks = webhooks::WebhookService::new(
             pool.clone(),
             clock.clone(),
@@ -75,10 +89,17 @@ impl Services {
         )?;
         let leads = leads::LeadService::new(pool.clone(), clock.clone(), config.public_url.clone());
         let contacts = contacts::ContactService::new(pool.clone(), clock.clone());
-        let messaging =
-            messaging::MessagingService::new(pool.clone(), clock.clone(), gateways, config.messaging.clone());
         let commerce = commerce::CommerceService::new(pool.clone(), clock.clone());
-        let data = data_tables::DataService::new(pool.clone(), clock, config.public_url.clone());
+        // orders customers place in the chat catalogue go to the shops (taking an order needs
+        // no platform, so the shops messaging holds are the ones without)
+        // form answers are saved as rows through the data tables' own rules
+        let data = data_tables::DataService::new(pool.clone(), clock.clone(), config.public_url.clone());
+        let messaging =
+            messaging::MessagingService::new(pool.clone(), clock.clone(), gateways, config.messaging.clone())
+                .with_chat_orders(std::sync::Arc::new(commerce.clone()))
+                .with_form_records(std::sync::Arc::new(FormTables(data.clone())));
+        // shops publish through the chat accounts and pull feeds through the webhooks' guard
+        let commerce = commerce.with_platforms(messaging.clone(), config.public_url.clone(), config.webhooks.policy)?;
         let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
             pool,
             contacts: contacts.clone(),
@@ -188,6 +209,7 @@ pub fn app(
         .configure(oauth::configure)
         .configure(v3::configure)
         .configure(hooks::configure)
+        .configure(shop::configure)
         // signed file links from data records carry no key
         .service(web::resource("/files/{file}").route(web::get().to(v3::data::download)))
         .default_service(web::to(ops::not_found))
@@ -204,4 +226,29 @@ pub fn catalogue() -> webhooks::catalogue::Catalogue {
         .with_samples(commerce::events::samples())
         .with_samples(webhooks::deliver::samples())
         .with_filter("leads", leads::filters::matches)
+}
+
+/// Form answers saved as data-table rows, as the operator writes them (the table's rules and
+/// uniqueness apply; its read and write access is the people's, not a form's).
+struct FormTables(data_tables::DataService);
+
+#[async_trait::async_trait]
+impl messaging::chat::forms::answers::FormRecords for FormTables {
+    async fn save(
+        &self,
+        tenant: kernel::TenantId,
+        slug: &str,
+        answers: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, kernel::Error> {
+        let operator = kernel::Caller::operator(tenant, "");
+        let tables = self.0.tables(&operator).await?;
+        let table = tables
+            .tables
+            .iter()
+            .find(|t| t.slug == slug)
+            .ok_or_else(|| kernel::Error::not_found(format!("Data table {slug}")))?;
+        let row = data_tables::RecordWrite::of(serde_json::Value::Object(answers.clone()));
+        let record = self.0.create_record(&operator, data_tables::TableId(table.id), &row).await?;
+        Ok(record.id.to_string())
+    }
 }

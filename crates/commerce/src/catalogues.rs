@@ -18,6 +18,7 @@ use crate::CatalogueId;
 use crate::rules::{Hours, MAX_TTL_HOURS, Rules, Units, Whole, choice};
 use crate::schema::{catalogues, orders, products};
 use crate::service::CommerceService;
+use providers::catalogue::CatalogueError;
 
 /// Lists are 25 a page (contract: Identifiers and list conventions).
 pub const PER_PAGE: i64 = 25;
@@ -47,6 +48,8 @@ pub(crate) struct Row {
     pub last_synced_at: Option<OffsetDateTime>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub waba_id: Option<String>,
+    pub storefront_token: Option<String>,
 }
 
 /// A shop, as the API shows it.
@@ -73,8 +76,13 @@ pub struct Catalogue {
     pub is_connected_to_waba: bool,
     pub is_catalogue_visible: bool,
     pub is_cart_enabled: bool,
-    #[schema(value_type = Vec<Object>)]
-    pub channels: Value,
+    /// The business account the shop publishes to, while connected.
+    pub waba_id: Option<String>,
+    /// The platforms the shop publishes to: `chat`, `storefront`; may be empty.
+    #[schema(value_type = Vec<Platform>)]
+    pub channels: Vec<String>,
+    /// The public shop page, while `storefront` is one of the `channels`.
+    pub storefront_url: Option<String>,
     pub products_count: i64,
     pub orders_count: i64,
     #[serde(with = "time::serde::rfc3339::option")]
@@ -86,7 +94,14 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    pub(crate) fn of(row: Row, products_count: i64, orders_count: i64) -> Self {
+    pub(crate) fn of(row: Row, products_count: i64, orders_count: i64, public_url: &str) -> Self {
+        let channels = crate::publish::channels_of(&row);
+        let storefront_url = match &row.storefront_token {
+            Some(token) if channels.iter().any(|c| c == crate::publish::STOREFRONT) => {
+                Some(crate::storefront::url(public_url, token))
+            }
+            _ => None,
+        };
         Self {
             id: row.id,
             name: row.name,
@@ -103,7 +118,9 @@ impl Catalogue {
             is_connected_to_waba: row.is_connected_to_waba,
             is_catalogue_visible: row.is_catalogue_visible,
             is_cart_enabled: row.is_cart_enabled,
-            channels: row.channels,
+            waba_id: row.waba_id,
+            channels,
+            storefront_url,
             products_count,
             orders_count,
             last_synced_at: row.last_synced_at,
@@ -166,6 +183,26 @@ pub struct CatalogueSettings {
     #[serde(default)]
     #[schema(value_type = bool)]
     pub is_cart_enabled: Patch<bool>,
+    /// Connects the shop to this business account (`GET /chat/accounts`), creating its
+    /// provider catalogue unless `meta_catalogue_id` names one to adopt; null disconnects.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub waba_id: Patch<String>,
+    /// Adopts this provider catalogue (connecting to `waba_id`, or to the only business
+    /// account); never null (disconnect with `waba_id: null`).
+    #[serde(default)]
+    #[schema(value_type = String, max_length = 64)]
+    pub meta_catalogue_id: Patch<String>,
+    /// `true` connects to the only business account (422 when there are several and no
+    /// `waba_id`); `false` disconnects. Never null.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub is_connected_to_waba: Patch<bool>,
+    /// Where the shop is published: `chat` (needs a business account) and `storefront`; may
+    /// be empty, never null. Left out, connecting adds `chat` and disconnecting removes it.
+    #[serde(default)]
+    #[schema(value_type = Vec<Platform>, max_items = 2)]
+    pub channels: Patch<Vec<String>>,
 }
 
 /// The schema of `PATCH /catalogues/{catalogue}`: [`CatalogueSettings`] without `sku_prefix`
@@ -191,6 +228,8 @@ impl ComposeSchema for CatalogueChanges {
 impl ToSchema for CatalogueChanges {}
 
 choice! {
+    /// A platform a shop publishes to: `chat` or `storefront`.
+    Platform = crate::publish::PLATFORMS;
     /// How stock is counted: `external` or `svc`.
     StockPolicy = STOCK_POLICIES;
     /// Where the catalogue's truth lives: `api`, `svc` or `platform`.
@@ -258,6 +297,63 @@ fn settings(rules: &mut Rules, body: CatalogueSettings, creating: bool) -> Chang
     }
 }
 
+/// What a body asks of the shop's platforms (`waba_id`, `meta_catalogue_id`,
+/// `is_connected_to_waba`, `channels`), checked.
+#[derive(Debug, Default)]
+pub(crate) struct Platforms {
+    waba_id: Patch<String>,
+    meta_catalogue_id: Patch<String>,
+    is_connected_to_waba: Patch<bool>,
+    channels: Patch<Vec<String>>,
+}
+
+impl Platforms {
+    /// Takes the platform members out of `body`, checking them.
+    fn take(rules: &mut Rules, body: &mut CatalogueSettings) -> Self {
+        let waba_id = rules.text("waba_id", std::mem::take(&mut body.waba_id), 64);
+        let meta_catalogue_id = rules.text("meta_catalogue_id", std::mem::take(&mut body.meta_catalogue_id), 64);
+        if matches!(meta_catalogue_id, Patch::Null) {
+            rules.error("meta_catalogue_id", "The meta_catalogue_id may not be null: disconnect with waba_id null.");
+        }
+        let is_connected_to_waba = std::mem::take(&mut body.is_connected_to_waba);
+        if matches!(is_connected_to_waba, Patch::Null) {
+            rules.error("is_connected_to_waba", "The is_connected_to_waba field must be true or false.");
+        }
+        let channels = std::mem::take(&mut body.channels).map(|list| {
+            let mut kept: Vec<String> = Vec::new();
+            for channel in list {
+                let channel = channel.trim().to_ascii_lowercase();
+                if !crate::publish::PLATFORMS.contains(&channel.as_str()) {
+                    rules
+                        .error("channels", format!("The channels may hold only chat and storefront, not {channel:?}."));
+                } else if !kept.contains(&channel) {
+                    kept.push(channel);
+                }
+            }
+            kept
+        });
+        if matches!(channels, Patch::Null) {
+            rules.error("channels", "The channels may not be null: send [] to publish nowhere.");
+        }
+        let conflicting = matches!(waba_id, Patch::Null) || is_connected_to_waba == Patch::Set(false);
+        if conflicting && matches!(meta_catalogue_id, Patch::Set(_)) {
+            rules.error("meta_catalogue_id", "A catalogue cannot be adopted while disconnecting.");
+        }
+        Self { waba_id, meta_catalogue_id, is_connected_to_waba, channels }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.waba_id.is_absent()
+            && self.meta_catalogue_id.is_absent()
+            && self.is_connected_to_waba.is_absent()
+            && self.channels.is_absent()
+    }
+}
+
+fn provider_failure(e: providers::SendError) -> Error {
+    Error::new(kernel::ErrorKind::ProviderFailure, format!("The chat provider: {e}"))
+}
+
 fn sku_prefix(rules: &mut Rules, prefix: Patch<String>) -> Option<String> {
     if matches!(&prefix, Patch::Set(p) if p.trim().is_empty()) {
         rules.error("sku_prefix", "The sku_prefix must be 1 to 12 letters, digits or '-'.");
@@ -277,6 +373,7 @@ impl CommerceService {
         caller.require(Permission::CATALOGUE_MANAGE)?;
         let mut rules = Rules::new();
         let prefix = std::mem::take(&mut body.sku_prefix);
+        let platforms = Platforms::take(&mut rules, &mut body);
         let changes = settings(&mut rules, body, true);
         let prefix = sku_prefix(&mut rules, prefix);
         rules.finish()?;
@@ -306,7 +403,12 @@ impl CommerceService {
                 Ok(row)
             })
             .await?;
-        Ok(Catalogue::of(row, 0, 0))
+        if platforms.is_empty() {
+            return Ok(Catalogue::of(row, 0, 0, &self.public_url));
+        }
+        // a connection the provider refuses leaves the shop made, unconnected: the answer says why
+        self.apply_platforms(&mut conn, &row, platforms).await?;
+        self.catalogue_of(&mut conn, caller, CatalogueId(row.id)).await
     }
 
     /// Any setting but `sku_prefix` (contract: fixed after creation).
@@ -314,7 +416,7 @@ impl CommerceService {
         &self,
         caller: &Caller,
         id: CatalogueId,
-        body: CatalogueSettings,
+        mut body: CatalogueSettings,
     ) -> Result<Catalogue, Error> {
         let mut conn = self.conn(caller.tenant_id).await?;
         self.shop(&mut conn, caller, Permission::CATALOGUE_MANAGE, id).await?;
@@ -322,12 +424,17 @@ impl CommerceService {
         if !body.sku_prefix.is_absent() {
             rules.error("sku_prefix", "The sku_prefix is fixed once the catalogue exists.");
         }
+        let platforms = Platforms::take(&mut rules, &mut body);
         let changes = settings(&mut rules, body, false);
         rules.finish()?;
-        diesel::update(catalogues::table.find(id.0))
+        let row: Row = diesel::update(catalogues::table.find(id.0))
             .set((&changes, catalogues::updated_at.eq(self.clock.now())))
-            .execute(&mut conn)
+            .returning(Row::as_returning())
+            .get_result(&mut conn)
             .await?;
+        if !platforms.is_empty() {
+            self.apply_platforms(&mut conn, &row, platforms).await?;
+        }
         self.catalogue_of(&mut conn, caller, id).await
     }
 
@@ -337,11 +444,117 @@ impl CommerceService {
         self.catalogue_of(&mut conn, caller, id).await
     }
 
+    /// Connects, disconnects and publishes the shop as `wanted` says. The provider is asked
+    /// first (no transaction is open while it answers), then the shop and its listings change
+    /// together.
+    async fn apply_platforms(&self, conn: &mut store::Conn, shop: &Row, wanted: Platforms) -> Result<(), Error> {
+        let tenant = kernel::TenantId(shop.tenant_id);
+        let (mut waba_id, mut catalogue_id, mut connected) =
+            (shop.waba_id.clone(), shop.meta_catalogue_id.clone(), shop.is_connected_to_waba);
+        let disconnect = matches!(wanted.waba_id, Patch::Null) || wanted.is_connected_to_waba == Patch::Set(false);
+        let named = wanted.waba_id.clone().set();
+        let connect = !disconnect
+            && (named.is_some()
+                || wanted.is_connected_to_waba == Patch::Set(true)
+                || !wanted.meta_catalogue_id.is_absent());
+        if disconnect {
+            (waba_id, catalogue_id, connected) = (None, None, false);
+        } else if connect {
+            let Some(messaging) = &self.messaging else {
+                return Err(Error::validation("No chat account is configured for this account."));
+            };
+            // staying on the account it is connected to, unless another is named
+            let account = named.or_else(|| waba_id.clone().filter(|_| connected));
+            let chat = messaging.chat_catalogue(tenant, account.as_deref()).await?;
+            let same_account = connected && waba_id.as_deref() == Some(chat.waba_id.as_str());
+            match wanted.meta_catalogue_id.clone().set() {
+                Some(adopted) => {
+                    chat.gateway.connect_catalogue(&chat.waba_id, &adopted).await.map_err(|e| match e {
+                        CatalogueError::Refused { reason } => Error::field("meta_catalogue_id", reason),
+                        CatalogueError::Failed(e) => provider_failure(e),
+                    })?;
+                    catalogue_id = Some(adopted);
+                }
+                None if same_account && catalogue_id.is_some() => {}
+                None => {
+                    let made = chat.gateway.create_catalogue(&chat.waba_id, &shop.name).await.map_err(|e| match e {
+                        CatalogueError::Refused { reason } => Error::new(
+                            kernel::ErrorKind::ProviderFailure,
+                            format!("The chat provider refused to create the catalogue: {reason}"),
+                        ),
+                        CatalogueError::Failed(e) => provider_failure(e),
+                    })?;
+                    catalogue_id = Some(made);
+                }
+            }
+            (waba_id, connected) = (Some(chat.waba_id), true);
+        }
+        let before = crate::publish::channels_of(shop);
+        let channels_sent = !wanted.channels.is_absent();
+        let mut channels = match wanted.channels {
+            Patch::Set(list) => list,
+            _ => before.clone(),
+        };
+        if !channels_sent && connect && !shop.is_connected_to_waba {
+            channels.push(crate::publish::CHAT.to_owned());
+        }
+        if !connected {
+            if channels_sent && channels.iter().any(|c| c == crate::publish::CHAT) {
+                return Err(Error::field(
+                    "channels",
+                    "The chat platform needs a business account: connect the shop with waba_id first.",
+                ));
+            }
+            channels.retain(|c| c != crate::publish::CHAT);
+        }
+        channels.dedup();
+        let moved = waba_id != shop.waba_id || catalogue_id != shop.meta_catalogue_id;
+        let added: Vec<String> = channels
+            .iter()
+            .filter(|c| !before.contains(c) || (moved && c.as_str() == crate::publish::CHAT))
+            .cloned()
+            .collect();
+        let removed: Vec<&String> = before.iter().filter(|c| !channels.contains(c)).collect();
+        let token = match &shop.storefront_token {
+            None if channels.iter().any(|c| c == crate::publish::STOREFRONT) => {
+                Some(uuid::Uuid::new_v4().simple().to_string())
+            }
+            kept => kept.clone(),
+        };
+        let now = self.clock.now();
+        conn.transaction::<_, Error, _>(async |conn| {
+            let row: Row = diesel::update(catalogues::table.find(shop.id))
+                .set((
+                    catalogues::waba_id.eq(&waba_id),
+                    catalogues::meta_catalogue_id.eq(&catalogue_id),
+                    catalogues::is_connected_to_waba.eq(connected),
+                    catalogues::channels.eq(serde_json::json!(channels)),
+                    catalogues::storefront_token.eq(&token),
+                    catalogues::updated_at.eq(now),
+                ))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await?;
+            for platform in removed {
+                crate::publish::unlist(conn, &row, platform).await?;
+            }
+            crate::publish::list_shelf(conn, &row, &added, now).await?;
+            if crate::publish::publishes_to_chat(&row) {
+                if added.iter().any(|c| c == crate::publish::CHAT) {
+                    crate::publish::queue(conn, &row).await?;
+                }
+                crate::drift::schedule(conn, &row, now).await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn catalogue_of(&self, conn: &mut store::Conn, caller: &Caller, id: CatalogueId) -> Result<Catalogue, Error> {
         let row = crate::service::shop_of(conn, caller.tenant_id, id).await?;
         let mut counts = counts(conn, &[id.0]).await?;
         let (products, orders) = counts.remove(&id.0).unwrap_or_default();
-        Ok(Catalogue::of(row, products, orders))
+        Ok(Catalogue::of(row, products, orders, &self.public_url))
     }
 
     /// The tenant's shops, oldest first.
@@ -364,7 +577,7 @@ impl CommerceService {
             .into_iter()
             .map(|row| {
                 let (products, orders) = counts.get(&row.id).copied().unwrap_or_default();
-                Catalogue::of(row, products, orders)
+                Catalogue::of(row, products, orders, &self.public_url)
             })
             .collect();
         Ok(Page::new(items, page, total))

@@ -74,6 +74,42 @@ pub fn stock_low(catalogue: i64, product: &Product, threshold: i32) -> Value {
     })
 }
 
+/// `cart.submitted`: the basket, now `ordered`, and the order it became.
+pub fn cart_submitted(basket: &crate::baskets::Basket, order: &Order) -> Value {
+    json!({ "cart": basket, "order": order })
+}
+
+/// `cart.abandoned`: the basket a customer left with items.
+pub fn cart_abandoned(basket: &crate::baskets::Basket) -> Value {
+    json!({ "cart": basket })
+}
+
+/// `product.blocked`: once per product per refusing platform, with the platform's words.
+pub fn product_blocked(catalogue: i64, product: &Product, platform: &str, problem: &str) -> Value {
+    json!({ "catalogue_id": catalogue, "platform": platform, "problem": problem, "product": product })
+}
+
+/// `product.drifted`: the platform's copy differs from the shop's in `fields` (each with both
+/// values); `resolution` says what the shop's `source_of_truth` made of it: `pushed` (the
+/// shop's copy sent back) or `pulled` (the platform's values taken into the shop).
+pub fn product_drifted(
+    catalogue: i64,
+    product: &Product,
+    platform: &str,
+    fields: &[crate::drift::Difference],
+    source_of_truth: &str,
+) -> Value {
+    let resolution = if source_of_truth == "platform" { "pulled" } else { "pushed" };
+    json!({
+        "catalogue_id": catalogue,
+        "platform": platform,
+        "product": product,
+        "fields": fields,
+        "source_of_truth": source_of_truth,
+        "resolution": resolution,
+    })
+}
+
 const SAMPLE_AT: OffsetDateTime = datetime!(2026-11-26 09:28:41 UTC);
 
 fn sample_line(sku: &str, name: &str, quantity: i32, unit: i64, reserved: i32) -> Line {
@@ -119,6 +155,40 @@ fn sample_order(status: OrderStatus, reserved: [i32; 2]) -> Order {
     }
 }
 
+fn sample_basket(status: &str) -> crate::baskets::Basket {
+    let items = vec![crate::baskets::BasketItem {
+        sku: "DUKA-00012".to_owned(),
+        name: "Kahawa ya Kilimanjaro 500g".to_owned(),
+        variant: Some("ground".to_owned()),
+        options: vec!["gift wrap".to_owned()],
+        note: Some("for Mama Neema".to_owned()),
+        quantity: 2,
+        unit_price_minor: 1_800_000,
+        line_total_minor: 3_600_000,
+        currency: "TZS".to_owned(),
+    }];
+    crate::baskets::Basket {
+        id: 88,
+        code: "K7QMZ".to_owned(),
+        catalogue_id: 7,
+        status: status.to_owned(),
+        items,
+        subtotal_minor: 3_600_000,
+        currency: "TZS".to_owned(),
+        note: None,
+        category: Some("Coffee".to_owned()),
+        conversation_id: Some(5531),
+        customer: Some("+255712345678".to_owned()),
+        message_id: Some("msg_01JDS0K7QMZ4V8XH3N2B6C9T1R".to_owned()),
+        order_id: (status == "ordered").then_some(1042),
+        url: "https://svc.example/basket/3f9c2a7e51d04b8c9a1e6f0d2b7c4e58".to_owned(),
+        expires_at: SAMPLE_AT + crate::baskets::EXPIRE_AFTER,
+        submitted_at: (status == "ordered").then_some(SAMPLE_AT + time::Duration::minutes(12)),
+        created_at: SAMPLE_AT,
+        updated_at: SAMPLE_AT,
+    }
+}
+
 fn sample_product() -> Product {
     Product {
         id: 2201,
@@ -159,7 +229,32 @@ pub fn samples() -> Vec<(&'static str, Value)> {
             order_payload(&sample_order(OrderStatus::Cancelled, [0, 0]), Some(OrderStatus::Pending.as_str())),
         ),
         ("sync.completed", sync_completed(&report)),
+        ("cart.submitted", cart_submitted(&sample_basket("ordered"), &sample_order(OrderStatus::Pending, [2, 1]))),
+        ("cart.abandoned", cart_abandoned(&sample_basket("abandoned"))),
         ("stock.low", stock_low(7, &sample_product(), 5)),
+        (
+            "product.blocked",
+            product_blocked(
+                7,
+                &sample_product(),
+                "chat",
+                "The item was rejected: it does not comply with the Commerce Policies (prohibited content).",
+            ),
+        ),
+        (
+            "product.drifted",
+            product_drifted(
+                7,
+                &sample_product(),
+                "chat",
+                &[crate::drift::Difference {
+                    field: "price".to_owned(),
+                    local: json!(1_800_000),
+                    platform: json!(1_750_000),
+                }],
+                "api",
+            ),
+        ),
     ]
 }
 

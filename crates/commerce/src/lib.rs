@@ -29,15 +29,21 @@
 //! enums with their transition tables in [`status`]; ids are [`CatalogueId`], [`ProductId`],
 //! [`OrderId`] and [`SyncId`].
 
+pub mod baskets;
 pub mod catalogues;
+pub mod drift;
 pub mod events;
+pub mod feeds;
 pub mod orders;
 pub mod products;
+pub mod publish;
 mod rules;
 mod schema;
+pub mod sends;
 mod service;
 pub mod status;
 pub mod stock;
+pub mod storefront;
 pub mod sync;
 
 pub use catalogues::Catalogue;

@@ -2,7 +2,7 @@
 //! the lines and holds stock, status changes with their stock effects, the hold's expiry, and
 //! the order events.
 
-mod intake;
+pub(crate) mod intake;
 mod status;
 
 pub use intake::{IntakeLine, NewLine, NewOrder, OrderIntake};

@@ -23,6 +23,8 @@ diesel::table! {
         last_synced_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        waba_id -> Nullable<Text>,
+        storefront_token -> Nullable<Text>,
     }
 }
 
@@ -78,6 +80,8 @@ diesel::table! {
         problem -> Nullable<Text>,
         updated_at -> Timestamptz,
         tenant_id -> BigInt,
+        sync_id -> Nullable<BigInt>,
+        blocked_reported -> Bool,
     }
 }
 
@@ -119,6 +123,27 @@ diesel::table! {
         created_at -> Timestamptz,
         started_at -> Nullable<Timestamptz>,
         finished_at -> Nullable<Timestamptz>,
+        feed_id -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    catalogue_feeds (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        catalogue_id -> BigInt,
+        url -> Text,
+        schedule -> Text,
+        mapping -> Jsonb,
+        mode -> Text,
+        enabled -> Bool,
+        consecutive_failures -> Integer,
+        last_sync_id -> Nullable<BigInt>,
+        last_pulled_at -> Nullable<Timestamptz>,
+        last_failure -> Nullable<Text>,
+        next_pull_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
     }
 }
 
@@ -163,6 +188,32 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    carts (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        catalogue_id -> BigInt,
+        code -> Text,
+        token -> Text,
+        status -> Text,
+        items -> Jsonb,
+        offer -> Array<BigInt>,
+        subtotal_minor -> BigInt,
+        currency -> Text,
+        note -> Nullable<Text>,
+        category -> Nullable<Text>,
+        problems -> Jsonb,
+        conversation_id -> Nullable<BigInt>,
+        customer -> Nullable<Text>,
+        message_id -> Nullable<Text>,
+        order_id -> Nullable<BigInt>,
+        expires_at -> Timestamptz,
+        submitted_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(products -> catalogues (catalogue_id));
 diesel::joinable!(order_lines -> orders (order_id));
 diesel::allow_tables_to_appear_in_same_query!(
@@ -173,6 +224,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     product_listings,
     stock_movements,
     catalogue_syncs,
+    catalogue_feeds,
+    carts,
     orders,
     order_lines,
 );

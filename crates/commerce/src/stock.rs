@@ -405,6 +405,10 @@ impl CommerceService {
             .await?;
             record_counts(conn, &ids, &deltas, "sync", "inventory push", None, now).await?;
             check_low(conn, &shop, &ids, now).await?;
+            // the platforms show stock (availability, units to sell): changed levels are sent
+            if crate::publish::mark(conn, &shop, &ids, None, now).await? {
+                crate::publish::queue(conn, &shop).await?;
+            }
             let known: Vec<i64> = order.iter().filter_map(|s| by_sku.get(s).map(|r| r.0)).collect();
             let rows: Vec<LevelRow> = p::table.filter(p::id.eq_any(&known)).select(LEVEL_COLUMNS).load(conn).await?;
             let mut by_id: HashMap<i64, LevelRow> = rows.into_iter().map(|r| (r.0, r)).collect();

@@ -64,6 +64,7 @@ struct Row {
     created_at: OffsetDateTime,
     started_at: Option<OffsetDateTime>,
     finished_at: Option<OffsetDateTime>,
+    feed_id: Option<i64>,
 }
 
 /// A sync run's report.
@@ -71,8 +72,10 @@ struct Row {
 pub struct Report {
     pub id: i64,
     pub catalogue_id: i64,
-    /// `batch` (feeds and imports later).
+    /// `batch` (the API's), `feed` (a feed pull) or `import`.
     pub kind: String,
+    /// The feed a `feed` run pulled.
+    pub feed_id: Option<i64>,
     /// `upsert` or `replace`.
     pub mode: String,
     /// `queued`, `running`, `completed`, `failed`.
@@ -111,6 +114,7 @@ impl Report {
             id: 311,
             catalogue_id: 7,
             kind: "batch".to_owned(),
+            feed_id: None,
             mode: "upsert".to_owned(),
             status: SyncStatus::Completed.as_str().to_owned(),
             received: 120,
@@ -135,6 +139,7 @@ impl Report {
             id: row.id,
             catalogue_id: row.catalogue_id,
             kind: row.kind,
+            feed_id: row.feed_id,
             mode: row.mode,
             status: row.status.as_str().to_owned(),
             received: row.received,
@@ -215,12 +220,12 @@ pub struct RunSync {
 
 impl Job for RunSync {
     const NAME: &'static str = "commerce.sync";
-    const MAX_ATTEMPTS: i32 = 3;
+    const MAX_ATTEMPTS: i32 = 5;
     type State = CommerceService;
 
     async fn run(self, service: Arc<CommerceService>, ctx: JobContext) -> Result<(), JobError> {
         let tenant = ctx.tenant()?;
-        match service.run_sync(tenant, self.sync_id).await {
+        match service.run_sync_attempt(tenant, self.sync_id, ctx.attempt >= Self::MAX_ATTEMPTS).await {
             Ok(()) => Ok(()),
             // the last attempt reports the failure instead of leaving the run `running`
             Err(error) if ctx.attempt >= Self::MAX_ATTEMPTS => {
@@ -291,10 +296,68 @@ impl CommerceService {
         Ok(Page::new(rows.into_iter().map(|r| Report::of(r, false)).collect(), page, total))
     }
 
-    /// Works a run in one transaction; a run already finished is left alone (jobs run at least
-    /// once).
+    /// Works a run: its rows in one transaction, then, when the shop publishes to its chat
+    /// catalogue, the publish of what it wrote; the report is completed when every platform has
+    /// answered. A run already finished is left alone, and a run found `running` (its worker
+    /// died after the rows were written) goes on with the publish (jobs run at least once).
     pub async fn run_sync(&self, tenant: TenantId, sync: SyncId) -> Result<(), Error> {
+        self.run_sync_attempt(tenant, sync, true).await
+    }
+
+    /// [`Self::run_sync`]; `last` false lets a publish that cannot finish now be an error (the
+    /// job tries again), true completes the report with what the platforms said so far.
+    async fn run_sync_attempt(&self, tenant: TenantId, sync: SyncId, last: bool) -> Result<(), Error> {
         let mut conn = self.conn(tenant).await?;
+        let Some((catalogue, status)) = s::table
+            .find(sync.0)
+            .select((s::catalogue_id, s::status))
+            .first::<(i64, SyncStatus)>(&mut conn)
+            .await
+            .optional()?
+        else {
+            return Ok(());
+        };
+        if status == SyncStatus::Queued && !self.ingest_run(&mut conn, sync).await? {
+            return Ok(());
+        }
+        if status.is_final() {
+            return Ok(());
+        }
+        // the publish holds connections of its own while the platform answers
+        drop(conn);
+        let published = self.publish(tenant, CatalogueId(catalogue)).await;
+        if let Err(error) = published
+            && !last
+        {
+            return Err(error);
+        }
+        let mut conn = self.conn(tenant).await?;
+        match self.finish_run(&mut conn, tenant, sync, last).await? {
+            Some(waiting) if !last => {
+                Err(Error::unavailable(format!("{waiting} listings of sync {sync} are still being published")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Completes the shop's `running` runs whose listings have all been answered: the
+    /// publisher that answers a run's last listing completes it, whichever job that was.
+    pub(crate) async fn finish_answered_runs(&self, conn: &mut store::Conn, shop: &Shop) -> Result<(), Error> {
+        let running: Vec<i64> = s::table
+            .filter(s::catalogue_id.eq(shop.id).and(s::status.eq(SyncStatus::Running)))
+            .select(s::id)
+            .load(conn)
+            .await?;
+        for sync in running {
+            self.finish_run(conn, TenantId(shop.tenant_id), SyncId(sync), false).await?;
+        }
+        Ok(())
+    }
+
+    /// Works a queued run's rows in one transaction: completed at once unless the chat
+    /// catalogue must still be sent what it wrote (then `running`). Answers whether the run
+    /// waits for that publish.
+    async fn ingest_run(&self, conn: &mut store::Conn, sync: SyncId) -> Result<bool, Error> {
         let now = self.clock.now();
         conn.transaction::<_, Error, _>(async |conn| {
             let Some((catalogue, mode, status, payload)) = s::table
@@ -305,12 +368,12 @@ impl CommerceService {
                 .await
                 .optional()?
             else {
-                return Ok(());
+                return Ok(false);
             };
-            let Ok(done) = status.apply(SyncEvent::Complete) else {
-                // over already: jobs run at least once
-                return Ok(());
-            };
+            if status != SyncStatus::Queued {
+                // worked meanwhile by another attempt
+                return Ok(status == SyncStatus::Running);
+            }
             // one run at a time per shop: a second waits here, then sees what the first made
             let shop: Shop =
                 catalogues::table.find(catalogue).select(Shop::as_select()).for_update().first(conn).await?;
@@ -322,28 +385,77 @@ impl CommerceService {
             let replace = mode == SyncMode::Replace.as_str();
             let outcome = ingest(conn, &shop, sync, &rows, replace, now).await?;
             let (problems, truncated) = outcome.problems_kept();
+            let waits = outcome.publish;
+            let status = if waits { SyncStatus::Running } else { SyncStatus::Completed };
+            let (platforms, _, _) = crate::publish::run_outcome(conn, shop.tenant_id, sync.0).await?;
             let row: Row = diesel::update(s::table.find(sync.0))
                 .set((
-                    s::status.eq(done),
+                    s::status.eq(status),
                     s::payload.eq(None::<String>),
                     s::created.eq(outcome.created),
                     s::updated.eq(outcome.updated),
                     s::unchanged.eq(outcome.unchanged),
                     s::rejected.eq(outcome.problems.len() as i32),
                     s::retired.eq(outcome.retired),
+                    s::platforms.eq(platforms),
                     s::problems.eq(problems),
                     s::problems_truncated.eq(truncated),
                     s::started_at.eq(now),
-                    s::finished_at.eq(self.clock.now()),
+                    s::finished_at.eq((!waits).then(|| self.clock.now())),
                 ))
                 .returning(Row::as_returning())
                 .get_result(conn)
                 .await?;
             diesel::update(catalogues::table.find(catalogue))
-                .set(catalogues::last_synced_at.eq(row.finished_at))
+                .set(catalogues::last_synced_at.eq(now))
                 .execute(conn)
                 .await?;
-            completed(conn, &shop, row).await
+            if !waits {
+                completed(conn, &shop, row).await?;
+            }
+            Ok(waits)
+        })
+        .await
+    }
+
+    /// Completes a `running` run with what each platform did of its rows. While another
+    /// publisher still holds some of them, the run is left `running` and the count of those is
+    /// answered, unless `last`.
+    async fn finish_run(
+        &self,
+        conn: &mut store::Conn,
+        tenant: TenantId,
+        sync: SyncId,
+        last: bool,
+    ) -> Result<Option<i64>, Error> {
+        conn.transaction::<_, Error, _>(async |conn| {
+            let row: Row = s::table.find(sync.0).select(Row::as_select()).for_update().first(conn).await?;
+            if row.status != SyncStatus::Running {
+                return Ok(None);
+            }
+            let (platforms, platform_problems, waiting) = crate::publish::run_outcome(conn, tenant.0, sync.0).await?;
+            if waiting > 0 && !last {
+                return Ok(Some(waiting));
+            }
+            let mut problems: Vec<Problem> = serde_json::from_value(row.problems.clone()).unwrap_or_default();
+            problems.extend(platform_problems);
+            let truncated = row.problems_truncated || problems.len() > MAX_PROBLEMS;
+            problems.truncate(MAX_PROBLEMS);
+            let done = SyncStatus::Running.apply(SyncEvent::Complete).map_err(Error::internal)?;
+            let row: Row = diesel::update(s::table.find(sync.0))
+                .set((
+                    s::status.eq(done),
+                    s::platforms.eq(platforms),
+                    s::problems.eq(json!(problems)),
+                    s::problems_truncated.eq(truncated),
+                    s::finished_at.eq(self.clock.now()),
+                ))
+                .returning(Row::as_returning())
+                .get_result(conn)
+                .await?;
+            let shop: Shop = catalogues::table.find(row.catalogue_id).select(Shop::as_select()).first(conn).await?;
+            completed(conn, &shop, row).await?;
+            Ok(None)
         })
         .await
     }
@@ -414,6 +526,8 @@ struct Outcome {
     unchanged: i32,
     retired: i32,
     problems: Vec<Problem>,
+    /// What it wrote waits for the chat catalogue's publish.
+    publish: bool,
 }
 
 impl Outcome {
@@ -534,9 +648,13 @@ async fn ingest(
         changes[index].draft.sku = code;
     }
     let cause = format!("sync {sync}");
-    write(conn, shop, &changes, Cause { kind: "sync", cause: &cause, sync_id: Some(sync.0) }, now).await?;
+    let written =
+        write(conn, shop, &changes, Cause { kind: "sync", cause: &cause, sync_id: Some(sync.0) }, now).await?;
+    outcome.publish = written.publish;
     if replace {
         outcome.retired = retire_absent(conn, shop, &present, now).await?;
+        // the retired products come off the chat catalogue by the run's publish
+        outcome.publish |= outcome.retired > 0 && crate::publish::publishes_to_chat(shop);
     }
     Ok(outcome)
 }
@@ -564,7 +682,8 @@ async fn issue_codes(
     Ok(codes)
 }
 
-/// Retires the shelf products whose code the payload did not name.
+/// Retires the shelf products whose code the payload did not name: off the storefront at once,
+/// off the chat catalogue by the run's publish.
 async fn retire_absent(
     conn: &mut store::Conn,
     shop: &Shop,
@@ -582,7 +701,10 @@ async fn retire_absent(
              UPDATE products SET retired_at = $3, updated_at = $3
              WHERE tenant_id = $4 AND catalogue_id = $1 AND retired_at IS NULL AND NOT (sku = ANY($2))
              RETURNING id),
-         unlisted AS (DELETE FROM product_listings WHERE tenant_id = $4 AND product_id IN (SELECT id FROM gone))
+         unlisted AS (DELETE FROM product_listings
+                      WHERE tenant_id = $4 AND platform <> 'chat' AND product_id IN (SELECT id FROM gone)),
+         unsent AS (UPDATE product_listings SET state = 'pending', sync_id = NULL
+                    WHERE tenant_id = $4 AND platform = 'chat' AND product_id IN (SELECT id FROM gone))
          SELECT count(*) AS n FROM gone",
     )
     .bind::<BigInt, _>(shop.id)

@@ -301,10 +301,23 @@ async fn read(
         }
     }
     let custom = given("custom_fields", body.custom_fields, ignored).unwrap_or_default();
-    // chats and calls arrive with later domains: no id belongs to the workspace yet
-    if given("conversation_id", body.conversation_id, ignored).is_some() {
-        errors.add("conversation_id", "The conversation_id does not belong to this workspace.");
+    // a chat conversation names its customer: their number identifies the lead, on chat
+    if let Some(id) = given("conversation_id", body.conversation_id, ignored) {
+        match messaging::chat::conversations::customer(conn, tenant, id).await? {
+            None => errors.add("conversation_id", "The conversation_id does not belong to this workspace."),
+            Some(customer) if wanted.phone.as_ref().is_some_and(|p| *p != customer.phone) => {
+                errors.add("conversation_id", "The conversation is with another number than the phone sent.")
+            }
+            Some(customer) => {
+                wanted.phone = Some(customer.phone);
+                wanted.text.entry("source_channel").or_insert_with(|| "chat".to_owned());
+                if let Some(name) = customer.name {
+                    wanted.text.entry("name").or_insert(name);
+                }
+            }
+        }
     }
+    // calls arrive with a later domain: no id belongs to the workspace yet
     if given("call_id", body.call_id, ignored).is_some() {
         errors.add("call_id", "The call_id does not belong to this workspace.");
     }

@@ -9,8 +9,11 @@
 
 pub mod account;
 pub mod contacts;
+pub mod content;
 pub mod data;
+pub mod groups;
 pub mod handler;
+pub mod inbox;
 pub mod leads;
 pub mod messaging;
 pub mod navigate;
@@ -18,6 +21,7 @@ pub mod orders;
 pub mod scopes;
 pub mod servers;
 pub mod shop;
+pub mod studio;
 pub mod tool;
 
 use std::sync::Arc;
@@ -49,6 +53,10 @@ pub fn all_tools() -> Vec<Tool> {
         contacts::tools(),
         leads::tools(),
         messaging::tools(),
+        inbox::tools(),
+        groups::tools(),
+        studio::tools(),
+        content::tools(),
         orders::tools(),
         shop::tools(),
         data::tools(),
@@ -205,16 +213,16 @@ mod tests {
     #[test]
     fn consent_grants_what_the_person_may_do() {
         let tools = all_tools();
-        let asked = Grant::parse("mcp:use mcp:contacts mcp:data mcp:posts mcp:write mcp:send").expect("grant");
+        let asked = Grant::parse("mcp:use mcp:contacts mcp:data mcp:calls mcp:write mcp:send").expect("grant");
         let leads_viewer = Permissions::Only(["leads.view".to_owned()].into());
         let granted = grantable(&tools, &asked, &leads_viewer);
-        // no data-table tool is theirs, none of their contacts tools writes; posts has no tools yet
-        assert_eq!(granted.scopes(), ["mcp:contacts", "mcp:posts", "mcp:use"]);
+        // no data-table tool is theirs, none of their contacts tools writes; calls has no tools yet
+        assert_eq!(granted.scopes(), ["mcp:calls", "mcp:contacts", "mcp:use"]);
         let editor = Permissions::Only(["leads.view".to_owned(), "leads.edit".to_owned()].into());
-        assert_eq!(grantable(&tools, &asked, &editor).scopes(), ["mcp:contacts", "mcp:posts", "mcp:use", "mcp:write"]);
+        assert_eq!(grantable(&tools, &asked, &editor).scopes(), ["mcp:calls", "mcp:contacts", "mcp:use", "mcp:write"]);
         // sending is the messaging server's, which was not asked for
         let everything = grantable(&tools, &asked, &Permissions::All);
-        assert_eq!(everything.scopes(), ["mcp:contacts", "mcp:data", "mcp:posts", "mcp:use", "mcp:write"]);
+        assert_eq!(everything.scopes(), ["mcp:calls", "mcp:contacts", "mcp:data", "mcp:use", "mcp:write"]);
     }
 
     /// A schema's references all point into its own `$defs`.

@@ -1,7 +1,10 @@
-//! The `orders` tools: list, read, create, set status, over `commerce::CommerceService`, each
-//! calling the method its REST route (`apps/gateway/src/v3/orders.rs`) calls, with the same
-//! permission (`communications.catalogue.view` to read, `.manage` to write).
+//! The `orders` tools: orders (list, read, create, set status) and baskets (shop links, list,
+//! read), over `commerce::CommerceService`, each calling the method its REST route
+//! (`apps/gateway/src/v3/orders.rs`, `carts.rs`) calls, with the same permission
+//! (`communications.catalogue.view` to read, `.manage` to write; a link sent in the chat also
+//! `communications.send`, and `mcp:send`).
 
+use commerce::baskets::{Basket, CartFilter, LinkAnswer, ShopLink};
 use commerce::orders::{NewOrder, OrderFilter, StatusChange};
 use commerce::{CatalogueId, Order, OrderId};
 use kernel::page::PageQuery;
@@ -73,7 +76,81 @@ pub fn tools() -> Vec<Tool> {
             output: schema_of::<Order>,
             call: |call| Box::pin(set_order_status(call)),
         },
+        Tool {
+            name: "create_shop_link",
+            title: "Make a basket link",
+            description: "Makes a basket for a customer and answers its page's link (url) without sending it, as POST /shop-links does without a recipient: a product (sku), a category's products (category: id, name or slug) or lines (items: sku, variant, addons, quantity, note). Lines whose product is unknown are left out and listed in problems. The customer opens the link, sets quantities and submits it as an order. To send it in the chat, use send_shop_link.",
+            server: SERVER,
+            elevation: Some(Elevation::Write),
+            permission: Some(Permission::CATALOGUE_VIEW),
+            effect: Effect::Create,
+            input: || link_input(false),
+            output: schema_of::<LinkAnswer>,
+            call: |call| Box::pin(create_shop_link(call)),
+        },
+        Tool {
+            name: "send_shop_link",
+            title: "Send a basket link",
+            description: "Makes a basket as create_shop_link does and sends its link in the chat to the customer named by conversation_id or to (their newest conversation), only within their 24-hour window (refused as conflict window_closed otherwise, and nothing is made). message replaces the default text; the link is added when the text lacks it.",
+            server: SERVER,
+            elevation: Some(Elevation::Send),
+            permission: Some(Permission::SEND),
+            effect: Effect::Create,
+            input: || link_input(true),
+            output: schema_of::<LinkAnswer>,
+            call: |call| Box::pin(send_shop_link(call)),
+        },
+        Tool {
+            name: "list_baskets",
+            title: "List baskets",
+            description: "The workspace's baskets, newest first (25 a page): filter by status (open, sent, ordered, abandoned, expired) and conversation_id, as GET /carts does.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            effect: Effect::Read,
+            input: list_baskets_input,
+            output: || with_def::<Basket>(schema_of::<Page<Basket>>()),
+            call: |call| Box::pin(list_baskets(call)),
+        },
+        Tool {
+            name: "get_basket",
+            title: "Get a basket",
+            description: "One basket by its five-character code or its id: items with variants, options and notes, subtotal, status, and the order it became.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            effect: Effect::Read,
+            input: || {
+                object(&[(
+                    "ref",
+                    serde_json::json!({"type": "string", "description": "The five-character code, or the id."}),
+                    true,
+                )])
+            },
+            output: schema_of::<Basket>,
+            call: |call| Box::pin(get_basket(call)),
+        },
     ]
+}
+
+/// The shop link body; `sending` keeps the recipient members (one of them required), else
+/// leaves them out.
+fn link_input(sending: bool) -> Value {
+    let mut input = schema_of::<ShopLink>();
+    if let Some(properties) = input["properties"].as_object_mut()
+        && !sending
+    {
+        for member in ["conversation_id", "to", "message"] {
+            properties.remove(member);
+        }
+    }
+    input
+}
+
+fn list_baskets_input() -> Value {
+    let mut params = params_of::<PageQuery>();
+    params.extend(params_of::<CartFilter>());
+    query_input(&[], params)
 }
 
 /// `GET /catalogues/orders`' query: its page and its filters.
@@ -112,4 +189,38 @@ async fn set_order_status(mut call: Call) -> Result<Value, Error> {
     let order: OrderId = parse_id(&call.take_path("order")?, "Order")?;
     let change: StatusChange = call.body()?;
     answer(call.domains.commerce.set_order_status(&call.caller, order, change).await?)
+}
+
+async fn create_shop_link(mut call: Call) -> Result<Value, Error> {
+    for member in ["conversation_id", "to", "message"] {
+        if call.args.contains_key(member) {
+            return Err(Error::field(member, "This tool does not send: use send_shop_link to send the link."));
+        }
+    }
+    let body: ShopLink = call.body()?;
+    answer(call.domains.commerce.create_shop_link(&call.caller, body).await?)
+}
+
+async fn send_shop_link(mut call: Call) -> Result<Value, Error> {
+    let body: ShopLink = call.body()?;
+    if body.conversation_id.is_none() && body.to.is_none() {
+        return Err(Error::field(
+            "to",
+            "Name the customer: conversation_id or to (create_shop_link makes a link without sending).",
+        ));
+    }
+    answer(call.domains.commerce.create_shop_link(&call.caller, body).await?)
+}
+
+async fn list_baskets(call: Call) -> Result<Value, Error> {
+    let members = list_baskets_input();
+    let page: PageQuery = call.query(&members)?;
+    let filter: CartFilter = call.query(&members)?;
+    let page = PageRequest::parse(&page, commerce::baskets::PER_PAGE)?;
+    answer(call.domains.commerce.list_carts(&call.caller, filter, page).await?)
+}
+
+async fn get_basket(mut call: Call) -> Result<Value, Error> {
+    let reference = call.take_path("ref")?;
+    answer(call.domains.commerce.get_cart(&call.caller, &reference).await?)
 }

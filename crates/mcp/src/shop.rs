@@ -1,10 +1,16 @@
 //! The `shop` tools: catalogues, products by sku, stock levels, inventory push, product batches
-//! and their sync reports, over `commerce::CommerceService`, each calling the method its REST
-//! route (`apps/gateway/src/v3/catalogues.rs`) calls, with the same permission
-//! (`communications.catalogue.view` to read, `.manage` to write).
+//! and their sync reports, publishing (platforms, listings, drift), feeds and product sends,
+//! over `commerce::CommerceService`, each calling the method its REST route
+//! (`apps/gateway/src/v3/catalogues.rs`, `sends.rs`) calls, with the same permission
+//! (`communications.catalogue.view` to read, `.manage` to write, `communications.send` to send).
+//! Publishing asks `mcp:publish`, sending `mcp:send`.
 
-use commerce::catalogues::Catalogue;
+use commerce::catalogues::{Catalogue, CatalogueSettings};
+use commerce::drift::DriftReport;
+use commerce::feeds::{Feed, FeedId, NewFeed};
 use commerce::products::{Product, ProductRef};
+use commerce::publish::{ListingFilter, ProductListing};
+use commerce::sends::{CatalogueSend, ProductListSend, ProductSend, ProductSent};
 use commerce::stock::{Level, LevelFilter, LevelsPush, Pushed};
 use commerce::sync::{Batch, Report};
 use commerce::{CatalogueId, SyncId};
@@ -131,7 +137,144 @@ pub fn tools() -> Vec<Tool> {
             output: schema_of::<Report>,
             call: |call| Box::pin(get_sync_report(call)),
         },
+        Tool {
+            name: "publish_catalogue",
+            title: "Publish a shop",
+            description: "Sets where a shop is published, as PATCH /catalogues/{catalogue} does with these members: waba_id connects it to that business account's chat catalogue (creating the provider catalogue, or adopting meta_catalogue_id), null disconnects; is_connected_to_waba true connects to the only business account; channels lists the platforms (chat, storefront; may be empty). New platforms list every product of the shop; the chat catalogue is sent them by a job (watch list_listings). Answers the shop with its storefront_url.",
+            server: SERVER,
+            elevation: Some(Elevation::Publish),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            effect: Effect::Update,
+            input: publish_input,
+            output: schema_of::<Catalogue>,
+            call: |call| Box::pin(publish_catalogue(call)),
+        },
+        Tool {
+            name: "list_listings",
+            title: "List a shop's listings",
+            description: "Each product's listing per platform (chat, storefront) with its state (pending, syncing, synced, failed, blocked, drifted) and the platform's problem text, 25 a page; filter by platform and state, e.g. state blocked to see what the chat catalogue refused and why.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            effect: Effect::Read,
+            input: || query_input(&[catalogue()], listing_params()),
+            output: || with_def::<ProductListing>(schema_of::<Page<ProductListing>>()),
+            call: |call| Box::pin(list_listings(call)),
+        },
+        Tool {
+            name: "check_drift",
+            title: "Check a shop for drift",
+            description: "Compares the chat catalogue's copy of every listed product with the shop's now (the service also does it hourly): differing listings become drifted, product.drifted is sent, and the shop's source_of_truth settles them (api or svc push the shop's copy back, platform pulls the platform's values in). Stock and image_url are never compared. Answers the counts checked, drifted, pushed, pulled and missing.",
+            server: SERVER,
+            elevation: Some(Elevation::Publish),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            effect: Effect::Update,
+            input: || object(&[catalogue()]),
+            output: schema_of::<DriftReport>,
+            call: |call| Box::pin(check_drift(call)),
+        },
+        Tool {
+            name: "create_feed",
+            title: "Create a product feed",
+            description: "Makes a feed of a shop, as POST /catalogues/{catalogue}/feeds does: a CSV or JSON product file at url pulled on a schedule (hourly, daily (default), weekly, manual) with an optional mapping of product fields to the file's columns, mode replace (default: products the file leaves out are retired) or upsert. The first pull runs at once: its sync run is last_sync_id (read it with get_sync_report). A feed switches off after ten failed pulls in a row.",
+            server: SERVER,
+            elevation: Some(Elevation::Write),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            effect: Effect::Create,
+            input: || with_members(schema_of::<NewFeed>(), &[catalogue()]),
+            output: schema_of::<Feed>,
+            call: |call| Box::pin(create_feed(call)),
+        },
+        Tool {
+            name: "run_feed",
+            title: "Pull a feed now",
+            description: "Pulls a shop's feed now, also one switched off (a pull that succeeds switches it back on). Answers the queued sync run.",
+            server: SERVER,
+            elevation: Some(Elevation::Write),
+            permission: Some(Permission::CATALOGUE_MANAGE),
+            effect: Effect::Update,
+            input: || object(&[catalogue(), feed()]),
+            output: schema_of::<Report>,
+            call: |call| Box::pin(run_feed(call)),
+        },
+        Tool {
+            name: "list_feeds",
+            title: "List a shop's feeds",
+            description: "A shop's feeds, oldest first (25 a page), each with its schedule, whether it is on, its consecutive failures and its last run.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::CATALOGUE_VIEW),
+            effect: Effect::Read,
+            input: || query_input(&[catalogue()], params_of::<PageQuery>()),
+            output: || with_def::<Feed>(schema_of::<Page<Feed>>()),
+            call: |call| Box::pin(list_feeds(call)),
+        },
+        Tool {
+            name: "send_product",
+            title: "Send a product",
+            description: "Sends one product to a customer, as POST /catalogues/send-product does: on the chat platform (default) a product message from the shop's chat catalogue (the product must be published there), on storefront a text with the product's storefront link. body up to 1,024, footer up to 60. A provider refusal (e.g. outside the customer's 24-hour window) is refused as provider_failure.",
+            server: SERVER,
+            elevation: Some(Elevation::Send),
+            permission: Some(Permission::SEND),
+            effect: Effect::Create,
+            input: schema_of::<ProductSend>,
+            output: schema_of::<ProductSent>,
+            call: |call| Box::pin(send_product(call)),
+        },
+        Tool {
+            name: "send_product_list",
+            title: "Send a product list",
+            description: "Sends a list of up to 30 products from the shop's chat catalogue in 1 to 10 titled sections (title up to 24), with a header (up to 60) and a body (up to 1,024), as POST /catalogues/send-product-list does; every product must be published on the chat catalogue.",
+            server: SERVER,
+            elevation: Some(Elevation::Send),
+            permission: Some(Permission::SEND),
+            effect: Effect::Create,
+            input: schema_of::<ProductListSend>,
+            output: schema_of::<ProductSent>,
+            call: |call| Box::pin(send_product_list(call)),
+        },
+        Tool {
+            name: "send_catalogue",
+            title: "Send the catalogue",
+            description: "Sends the shop's whole chat catalogue to a customer (a catalogue message with a thumbnail product), as POST /catalogues/send-catalogue does.",
+            server: SERVER,
+            elevation: Some(Elevation::Send),
+            permission: Some(Permission::SEND),
+            effect: Effect::Create,
+            input: schema_of::<CatalogueSend>,
+            output: schema_of::<ProductSent>,
+            call: |call| Box::pin(send_catalogue(call)),
+        },
     ]
+}
+
+fn feed() -> (&'static str, Value, bool) {
+    ("feed", numeric_id("The feed's id."), true)
+}
+
+/// The platform members of `CatalogueSettings`.
+fn publish_input() -> Value {
+    let settings = schema_of::<CatalogueSettings>();
+    let properties = &settings["properties"];
+    let member = |name: &str| properties.get(name).cloned().unwrap_or_else(|| json!({}));
+    let mut input = object(&[
+        catalogue(),
+        ("waba_id", member("waba_id"), false),
+        ("meta_catalogue_id", member("meta_catalogue_id"), false),
+        ("is_connected_to_waba", member("is_connected_to_waba"), false),
+        ("channels", member("channels"), false),
+    ]);
+    // the members' references (`Platform`) resolve in the settings' own definitions
+    if let Some(defs) = settings.get("$defs") {
+        input["$defs"] = defs.clone();
+    }
+    input
+}
+
+fn listing_params() -> Vec<utoipa::openapi::path::Parameter> {
+    let mut params = params_of::<PageQuery>();
+    params.extend(params_of::<ListingFilter>());
+    params
 }
 
 /// The `catalogue` member: the shop a REST path names.
@@ -229,4 +372,66 @@ async fn get_sync_report(mut call: Call) -> Result<Value, Error> {
     let shop = shop(&mut call)?;
     let sync: SyncId = parse_id(&call.take_path("sync")?, "Sync")?;
     answer(call.domains.commerce.get_sync(&call.caller, shop, sync).await?)
+}
+
+async fn publish_catalogue(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    // only the platform members: the other settings are not this tool's
+    let members = publish_input();
+    if let Some(unknown) = call.args.keys().find(|name| members["properties"].get(name.as_str()).is_none()) {
+        return Err(Error::field(
+            unknown.clone(),
+            "This tool reads waba_id, meta_catalogue_id, is_connected_to_waba and channels.",
+        ));
+    }
+    let body: CatalogueSettings = call.body()?;
+    answer(call.domains.commerce.update_catalogue(&call.caller, shop, body).await?)
+}
+
+async fn list_listings(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    let members = query_input(&[catalogue()], listing_params());
+    let page: PageQuery = call.query(&members)?;
+    let filter: ListingFilter = call.query(&members)?;
+    let page = PageRequest::parse(&page, commerce::catalogues::PER_PAGE)?;
+    answer(call.domains.commerce.listings(&call.caller, shop, filter, page).await?)
+}
+
+async fn check_drift(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    answer(call.domains.commerce.check_drift_for(&call.caller, shop).await?)
+}
+
+async fn create_feed(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    let body: NewFeed = call.body()?;
+    answer(call.domains.commerce.create_feed(&call.caller, shop, body).await?)
+}
+
+async fn run_feed(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    let feed: FeedId = parse_id(&call.take_path("feed")?, "Feed")?;
+    answer(call.domains.commerce.run_feed(&call.caller, shop, feed).await?)
+}
+
+async fn list_feeds(mut call: Call) -> Result<Value, Error> {
+    let shop = shop(&mut call)?;
+    let page: PageQuery = call.query(&query_input(&[catalogue()], params_of::<PageQuery>()))?;
+    let page = PageRequest::parse(&page, commerce::catalogues::PER_PAGE)?;
+    answer(call.domains.commerce.list_feeds(&call.caller, shop, page).await?)
+}
+
+async fn send_product(mut call: Call) -> Result<Value, Error> {
+    let body: ProductSend = call.body()?;
+    answer(call.domains.commerce.send_product(&call.caller, body).await?)
+}
+
+async fn send_product_list(mut call: Call) -> Result<Value, Error> {
+    let body: ProductListSend = call.body()?;
+    answer(call.domains.commerce.send_product_list(&call.caller, body).await?)
+}
+
+async fn send_catalogue(mut call: Call) -> Result<Value, Error> {
+    let body: CatalogueSend = call.body()?;
+    answer(call.domains.commerce.send_catalogue(&call.caller, body).await?)
 }

@@ -92,22 +92,35 @@ pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewC
         return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
     }
     let credentials = credentials(&new)?;
-    let throughput = new.throughput_per_second.unwrap_or_else(|| default_throughput(&new.provider));
+    insert(conn, keyring, tenant, (&new.kind, &new.provider), new.code, &credentials, new.throughput_per_second).await
+}
+
+/// Writes a channel of `kind` on `provider` (a chat account's too), its credentials sealed.
+pub(crate) async fn insert(
+    conn: &mut Conn,
+    keyring: &Keyring,
+    tenant: TenantId,
+    (kind, provider): (&str, &str),
+    code: Option<String>,
+    credentials: &serde_json::Value,
+    throughput: Option<i32>,
+) -> Result<Channel, Error> {
+    let throughput = throughput.unwrap_or_else(|| default_throughput(provider));
     if throughput <= 0 {
         return Err(Error::field("throughput", "The throughput must be a positive number of messages per second."));
     }
-    let code = match new.code {
+    let code = match code {
         Some(code) if !code.trim().is_empty() => code.trim().to_owned(),
-        _ => format!("{}-{}-{}", new.provider, new.kind, &uuid::Uuid::new_v4().simple().to_string()[..6]),
+        _ => format!("{provider}-{kind}-{}", &uuid::Uuid::new_v4().simple().to_string()[..6]),
     };
     let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
     let inserted = diesel::insert_into(channels::table)
         .values((
             channels::tenant_id.eq(tenant.0),
-            channels::kind.eq(&new.kind),
-            channels::provider.eq(&new.provider),
+            channels::kind.eq(kind),
+            channels::provider.eq(provider),
             channels::code.eq(&code),
-            channels::credentials.eq(crate::credentials::seal(keyring, &credentials)?),
+            channels::credentials.eq(crate::credentials::seal(keyring, credentials)?),
             channels::throughput_per_second.eq(throughput),
             channels::callback_token.eq(token),
         ))

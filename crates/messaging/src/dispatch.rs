@@ -15,7 +15,7 @@ use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use futures_util::StreamExt;
 use kernel::{Error, TenantId};
-use providers::{OutboundSms, ReceiptStatus, SendError, SendOutcome};
+use providers::{ReceiptStatus, SendError, SendOutcome};
 use serde::{Deserialize, Serialize};
 use store::Prepare;
 use store::jobs::{Enqueue, Job, JobContext, JobError};
@@ -277,7 +277,9 @@ impl MessagingService {
             return Ok(Sent { recorded: Vec::new(), deferred });
         }
         // The consent ledger applies at sending time too: a number that opted out after its
-        // message was written is not sent to.
+        // message was written is not sent to. (It is the SMS ledger: on chat, the customer
+        // blocks the business in the app instead.)
+        let consent = if channel.kind == "chat" { Consent::Checked } else { consent };
         let (claimed, opted_out) = match consent {
             Consent::Checked => (claimed, Vec::new()),
             Consent::Recheck => {
@@ -317,8 +319,8 @@ impl MessagingService {
 
     /// Calls the provider for each claimed message, a bounded number at a time.
     async fn hand_over(&self, channel: &Channel, claimed: Vec<Message>) -> Vec<(Message, Answer)> {
-        let gateway = match self.gateways.sms(channel) {
-            Ok(gateway) => gateway,
+        let provider = match self.gateways.provider(channel) {
+            Ok(provider) => provider,
             Err(error) => {
                 let reason = SendError::Transport(error.message.clone());
                 return claimed.into_iter().map(|m| (m, Answer::Provider(Err(reason.clone())))).collect();
@@ -326,11 +328,9 @@ impl MessagingService {
         };
         futures_util::stream::iter(claimed)
             .map(|m| {
-                let gateway = gateway.clone();
+                let provider = provider.clone();
                 async move {
-                    let sms =
-                        OutboundSms { reference: &m.uid, to: &m.recipient, from: m.sender.as_deref(), body: &m.body };
-                    let outcome = gateway.send(sms).await;
+                    let outcome = provider.send(&m).await;
                     if matches!(outcome, Err(SendError::Timeout)) {
                         self.gateways.stalled(channel.id);
                     }
@@ -372,16 +372,16 @@ impl MessagingService {
         let mut unannounced = std::collections::HashSet::new();
         for (message, outcome) in results {
             match outcome {
-                Answer::Provider(Ok(SendOutcome::Accepted { provider_message_id, cost, receipt })) => {
-                    match receipt {
-                        Some(receipt) if receipt.status != ReceiptStatus::Pending => {
-                            let item = ReceiptItem::new(provider_message_id.clone(), &receipt.status);
-                            receipts.entry(receipt.after).or_default().push(item);
-                        }
-                        // No receipt announced: look for one when it is overdue.
-                        _ => {
-                            unannounced.insert(message.id);
-                        }
+                Answer::Provider(Ok(SendOutcome::Accepted { provider_message_id, cost, receipts: announced })) => {
+                    let announced: Vec<_> =
+                        announced.into_iter().filter(|r| r.status != ReceiptStatus::Pending).collect();
+                    // No receipt announced: look for one when it is overdue.
+                    if announced.is_empty() {
+                        unannounced.insert(message.id);
+                    }
+                    for receipt in announced {
+                        let item = ReceiptItem::new(provider_message_id.clone(), &receipt.status);
+                        receipts.entry(receipt.after).or_default().push(item);
                     }
                     ok_ids.push(message.id);
                     gids.push(provider_message_id);

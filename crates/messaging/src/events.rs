@@ -38,6 +38,7 @@ fn message(status: &str) -> Message {
         updated_at: at,
         sent_at: (!inbound).then_some(at),
         delivered_at: (status == "delivered").then_some(at),
+        conversation_id: None,
         read_at: None,
     }
 }

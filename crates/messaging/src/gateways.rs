@@ -6,14 +6,50 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel::Error;
-use providers::{AfricasTalking, AfricasTalkingConfig, Sandbox, SmsGateway};
+use providers::{
+    AfricasTalking, AfricasTalkingConfig, ChatGateway, ChatSandbox, ChatSandboxConfig, Cloud, CloudConfig,
+    OutboundChat, OutboundSms, Sandbox, SendError, SendOutcome, SmsGateway,
+};
 
 use crate::channels::Channel;
+use crate::messages::Message;
+
+/// The provider of a channel, whichever kind: what dispatch hands a claimed message to.
+#[derive(Clone)]
+pub enum ChannelProvider {
+    Sms(Arc<dyn SmsGateway>),
+    Chat(Arc<dyn ChatGateway>),
+}
+
+impl ChannelProvider {
+    /// Sends one stored message: an SMS as it is, a chat message with its content rebuilt from
+    /// its row (`chat::content`), from the business number it names.
+    pub async fn send(&self, m: &Message) -> Result<SendOutcome, SendError> {
+        match self {
+            Self::Sms(gateway) => {
+                let sms = OutboundSms { reference: &m.uid, to: &m.recipient, from: m.sender.as_deref(), body: &m.body };
+                gateway.send(sms).await
+            }
+            Self::Chat(gateway) => {
+                let content = crate::chat::content::of(m).map_err(SendError::Malformed)?;
+                let chat = OutboundChat {
+                    reference: &m.uid,
+                    phone_number_id: m.sender.as_deref().unwrap_or_default(),
+                    to: &m.recipient,
+                    content: &content,
+                    reply_to: crate::chat::content::reply_to(m),
+                };
+                gateway.send(chat).await
+            }
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct Gateways {
     client: reqwest::Client,
     sandbox: Arc<Sandbox>,
+    chat_sandbox: Arc<ChatSandbox>,
     timeout: Duration,
     keyring: store::secrets::Keyring,
     /// Channels whose provider let a call time out, until when this process leaves them be.
@@ -28,7 +64,49 @@ impl Gateways {
         timeout: Duration,
         keyring: store::secrets::Keyring,
     ) -> Self {
-        Self { client, sandbox, timeout, keyring, stalled: Arc::default() }
+        let chat = ChatSandboxConfig { delivery_delay: sandbox.config().delivery_delay, ..Default::default() };
+        let chat_sandbox = Arc::new(ChatSandbox::new(chat));
+        Self { client, sandbox, chat_sandbox, timeout, keyring, stalled: Arc::default() }
+    }
+
+    /// The same, with this chat sandbox (its review time and clock from the configuration).
+    pub fn with_chat_sandbox(self, chat_sandbox: Arc<ChatSandbox>) -> Self {
+        Self { chat_sandbox, ..self }
+    }
+
+    /// The chat sandbox every sandbox chat account of this process shares.
+    pub fn chat_sandbox(&self) -> &Arc<ChatSandbox> {
+        &self.chat_sandbox
+    }
+
+    /// The provider a channel sends through, by its kind.
+    pub fn provider(&self, channel: &Channel) -> Result<ChannelProvider, Error> {
+        match channel.kind.as_str() {
+            "chat" => self.chat(channel).map(ChannelProvider::Chat),
+            _ => self.sms(channel).map(ChannelProvider::Sms),
+        }
+    }
+
+    /// The chat provider of a chat account's channel.
+    pub fn chat(&self, channel: &Channel) -> Result<Arc<dyn ChatGateway>, Error> {
+        match channel.provider.as_str() {
+            "sandbox" => Ok(self.chat_sandbox.clone()),
+            "cloud" => Ok(self.cloud(channel)?),
+            other => Err(Error::internal(format!("chat channel {} has an unknown provider {other}", channel.id))),
+        }
+    }
+
+    /// The Cloud API client of a `cloud` chat account's channel (messages, templates and the
+    /// catalogue).
+    pub fn cloud(&self, channel: &Channel) -> Result<Arc<Cloud>, Error> {
+        let credentials = crate::chat::accounts::ChatCredentials::open(&self.keyring, channel)?;
+        let config = CloudConfig {
+            base_url: credentials.base_url,
+            version: credentials.version,
+            access_token: credentials.access_token,
+            timeout: self.timeout,
+        };
+        Ok(Arc::new(Cloud::new(self.client.clone(), config)))
     }
 
     /// Seals channel credentials (`channels::add`) and opens them here.

@@ -44,9 +44,11 @@
 pub mod blacklist;
 pub mod campaigns;
 pub mod channels;
+pub mod chat;
 pub mod credentials;
 pub mod dispatch;
 pub mod events;
+pub mod forms;
 pub mod gateways;
 pub mod ids;
 pub mod messages;

@@ -61,6 +61,8 @@ pub struct Message {
     pub delivered_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339::option")]
     pub read_at: Option<OffsetDateTime>,
+    /// Chat only: the conversation (customer and business number) it belongs to.
+    pub conversation_id: Option<i64>,
 }
 
 impl Message {
@@ -112,7 +114,10 @@ pub struct MessageFilter {
 }
 
 /// A filter's values; empty is no filter (anything else is a 422).
-fn one_of(values: impl IntoIterator<Item = &'static str>, description: &str) -> utoipa::openapi::schema::Schema {
+pub(crate) fn one_of(
+    values: impl IntoIterator<Item = &'static str>,
+    description: &str,
+) -> utoipa::openapi::schema::Schema {
     let values: Vec<&str> = values.into_iter().chain([""]).collect();
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
@@ -210,6 +215,15 @@ impl crate::MessagingService {
         get(&mut conn, caller.tenant_id, message).await
     }
 
+    /// `GET /chat/{uid}`: a chat message by uid or numeric id (an SMS one is not found here).
+    pub async fn chat_message(&self, caller: &kernel::Caller, message: &MessageRef) -> Result<Message, Error> {
+        let found = self.message(caller, message).await?;
+        if found.channel_type != "chat" {
+            return Err(Error::not_found("Message"));
+        }
+        Ok(found)
+    }
+
     /// `GET /messages`, newest first (a route beyond the contract: it needs an issuer holding
     /// `communications.messages.view`).
     pub async fn messages(
@@ -235,7 +249,7 @@ impl crate::MessagingService {
 /// whole messages names, rather than `*`, so that it can be kept prepared
 /// (`store::Prepare`) and a migration adding a column does not change its result.
 pub(crate) fn columns(alias: &str) -> String {
-    const COLUMNS: [&str; 29] = [
+    const COLUMNS: [&str; 30] = [
         "id",
         "uid",
         "tenant_id",
@@ -265,6 +279,7 @@ pub(crate) fn columns(alias: &str) -> String {
         "sent_at",
         "delivered_at",
         "read_at",
+        "conversation_id",
     ];
     COLUMNS.iter().map(|c| format!("{alias}{c}")).collect::<Vec<_>>().join(", ")
 }

@@ -24,11 +24,14 @@ use crate::send::{NewMessage, encoding_name, new_uid};
 use crate::status::{MessageEvent, MessageStatus};
 use crate::{MessagingService, blacklist, channels};
 
-/// One receipt: delivered, or failed with a reason.
+/// One receipt: delivered, read (chat; implies delivered), or failed with a reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptItem {
     pub gateway_message_id: String,
     pub delivered: bool,
+    /// Absent in receipts queued before chat existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read: bool,
     pub reason: Option<String>,
 }
 
@@ -36,9 +39,10 @@ impl ReceiptItem {
     pub fn new(gateway_message_id: String, status: &ReceiptStatus) -> Self {
         match status {
             ReceiptStatus::Failed { reason } => {
-                Self { gateway_message_id, delivered: false, reason: Some(reason.clone()) }
+                Self { gateway_message_id, delivered: false, read: false, reason: Some(reason.clone()) }
             }
-            _ => Self { gateway_message_id, delivered: true, reason: None },
+            ReceiptStatus::Read => Self { gateway_message_id, delivered: true, read: true, reason: None },
+            _ => Self { gateway_message_id, delivered: true, read: false, reason: None },
         }
     }
 }
@@ -99,7 +103,9 @@ pub(crate) async fn apply(
     receipts: &[ReceiptItem],
     now: OffsetDateTime,
 ) -> Result<Vec<Message>, Error> {
-    let delivered: Vec<&str> = receipts.iter().filter(|r| r.delivered).map(|r| r.gateway_message_id.as_str()).collect();
+    let delivered: Vec<&str> =
+        receipts.iter().filter(|r| r.delivered && !r.read).map(|r| r.gateway_message_id.as_str()).collect();
+    let read: Vec<&str> = receipts.iter().filter(|r| r.read).map(|r| r.gateway_message_id.as_str()).collect();
     let (failed, reasons): (Vec<&str>, Vec<String>) = receipts
         .iter()
         .filter(|r| !r.delivered)
@@ -122,6 +128,26 @@ pub(crate) async fn apply(
         .prepared()
         .get_results(conn)
         .await?;
+        // a read receipt that overtook its delivery receipt stands for both
+        let seen: Vec<Message> = if read.is_empty() {
+            Vec::new()
+        } else {
+            diesel::sql_query(format!(
+                "UPDATE messages m SET status = $6, read_at = $3, delivered_at = coalesce(m.delivered_at, $3), updated_at = $3
+                 WHERE m.id = ANY ({BY_GATEWAY_IDS}) AND m.tenant_id + 0 = $5 AND m.status = ANY($4)
+                 RETURNING {}",
+                crate::messages::columns("m.")
+            ))
+            .bind::<BigInt, _>(channel.id)
+            .bind::<Array<Text>, _>(&read)
+            .bind::<Timestamptz, _>(now)
+            .bind::<Array<Text>, _>(MessageEvent::ReadReceipt.sources())
+            .bind::<BigInt, _>(channel.tenant_id)
+            .bind::<Text, _>(MessageEvent::ReadReceipt.target().as_str())
+            .prepared()
+            .get_results(conn)
+            .await?
+        };
         let lost: Vec<Message> = diesel::sql_query(format!(
             "UPDATE messages m
              SET status = $7, updated_at = $4,
@@ -142,6 +168,7 @@ pub(crate) async fn apply(
         .await?;
         let changed: Vec<(Message, Delta)> = done
             .into_iter()
+            .chain(seen)
             .map(|m| (m, Delta::None))
             .chain(lost.into_iter().map(|m| (m, Delta::SentThenFailed)))
             .collect();
@@ -201,6 +228,27 @@ async fn log(conn: &mut store::Conn, entry: Logged<'_>, now: OffsetDateTime) -> 
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Logs a chat webhook delivery with what it led to (`applied`, `late`, `unknown`, `invalid`).
+pub(crate) async fn log_chat(
+    conn: &mut store::Conn,
+    channel: &Channel,
+    body: &[u8],
+    outcome: &str,
+    now: OffsetDateTime,
+) -> Result<(), Error> {
+    let entry = Logged {
+        tenant_id: channel.tenant_id,
+        channel_id: channel.id,
+        kind: "chat",
+        provider_message_id: None,
+        provider_status: None,
+        message_id: None,
+        outcome,
+        body,
+    };
+    log(conn, entry, now).await
 }
 
 /// Logs a callback that could not be read and says why, as the 422 to answer.
@@ -362,6 +410,9 @@ impl MessagingService {
                 scheduled_at: None,
                 created_at: now,
                 updated_at: now,
+                metadata: None,
+                template_params: None,
+                conversation_id: None,
             };
             let inserted: Option<Message> = diesel::insert_into(messages::table)
                 .values(&row)
@@ -431,6 +482,10 @@ impl MessagingService {
         }
         for (channel_id, gids) in by_channel {
             let channel: Channel = channels::get(&mut conn, tenant, channel_id).await?;
+            // the chat provider has no status query: its webhook is the only word
+            if channel.kind == "chat" {
+                continue;
+            }
             let gateway = self.gateways.sms(&channel)?;
             let answers: Vec<ReceiptItem> = futures_util::stream::iter(gids)
                 .map(|gid| {

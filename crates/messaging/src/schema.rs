@@ -100,6 +100,7 @@ diesel::table! {
         sent_at -> Nullable<Timestamptz>,
         delivered_at -> Nullable<Timestamptz>,
         read_at -> Nullable<Timestamptz>,
+        conversation_id -> Nullable<BigInt>,
     }
 }
 
@@ -128,5 +129,266 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    chat_accounts (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        channel_id -> BigInt,
+        waba_id -> Text,
+        name -> Text,
+        is_default -> Bool,
+        quality_rating -> Nullable<Text>,
+        messaging_tier -> Nullable<Text>,
+        templates_count -> Integer,
+        catalogues_count -> Integer,
+        last_synced_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_phone_numbers (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        account_id -> BigInt,
+        phone_number_id -> Text,
+        phone_number -> Text,
+        display -> Nullable<Text>,
+        is_default -> Bool,
+        quality_rating -> Nullable<Text>,
+        messaging_tier -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    conversations (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        account_id -> BigInt,
+        phone_number_id -> Text,
+        customer -> Text,
+        chat_id -> Nullable<Text>,
+        customer_name -> Nullable<Text>,
+        last_inbound_at -> Nullable<Timestamptz>,
+        window_expires_at -> Nullable<Timestamptz>,
+        last_message_id -> Nullable<BigInt>,
+        last_message_at -> Timestamptz,
+        unread_count -> Integer,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_templates (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        account_id -> BigInt,
+        name -> Text,
+        language -> Text,
+        category -> Text,
+        display_name -> Nullable<Text>,
+        components -> Jsonb,
+        status -> Text,
+        chat_status -> Nullable<Text>,
+        rejection_reason -> Nullable<Text>,
+        chat_template_id -> Nullable<Text>,
+        submitted -> Bool,
+        queued -> Bool,
+        submission_message -> Nullable<Text>,
+        pending_edit -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    sandbox_catalogue_items (catalogue_ref, retailer_id, tenant_id) {
+        tenant_id -> BigInt,
+        catalogue_ref -> Text,
+        retailer_id -> Text,
+        item -> Jsonb,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(senders -> channels (channel_id));
-diesel::allow_tables_to_appear_in_same_query!(channels, senders, sms_rates, campaigns, messages, sms_blacklist);
+diesel::joinable!(chat_templates -> chat_accounts (account_id));
+diesel::joinable!(chat_accounts -> channels (channel_id));
+diesel::joinable!(chat_phone_numbers -> chat_accounts (account_id));
+diesel::joinable!(chat_form_accounts -> chat_accounts (account_id));
+diesel::table! {
+    chat_groups (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        account_id -> BigInt,
+        phone_number_id -> Text,
+        subject -> Text,
+        description -> Nullable<Text>,
+        join_approval_mode -> Text,
+        status -> Text,
+        request_id -> Nullable<Text>,
+        provider_group_id -> Nullable<Text>,
+        invite_link -> Nullable<Text>,
+        invite_template -> Nullable<Text>,
+        invitees -> Jsonb,
+        invites -> Jsonb,
+        failure -> Nullable<Text>,
+        participants_count -> Integer,
+        last_participant_message_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        deleted_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    chat_group_participants (group_id, wa_id) {
+        tenant_id -> BigInt,
+        group_id -> BigInt,
+        wa_id -> Text,
+        joined_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_group_join_requests (group_id, join_request_id) {
+        tenant_id -> BigInt,
+        group_id -> BigInt,
+        join_request_id -> Text,
+        wa_id -> Text,
+        state -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_group_messages (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        group_id -> BigInt,
+        uid -> Text,
+        direction -> Text,
+        participant -> Nullable<Text>,
+        kind -> Text,
+        body -> Nullable<Text>,
+        media_url -> Nullable<Text>,
+        content -> Jsonb,
+        status -> Text,
+        error -> Nullable<Text>,
+        provider_message_id -> Nullable<Text>,
+        pinned_until -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_forms (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        name -> Text,
+        account_id -> BigInt,
+        definition -> Jsonb,
+        status -> Text,
+        version -> Integer,
+        menu_shop_id -> Nullable<BigInt>,
+        menu_language -> Nullable<Text>,
+        save_to_table -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_form_versions (form_id, version) {
+        tenant_id -> BigInt,
+        form_id -> BigInt,
+        version -> Integer,
+        definition -> Jsonb,
+        published_at -> Timestamptz,
+        retires_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    chat_form_accounts (form_id, account_id) {
+        tenant_id -> BigInt,
+        form_id -> BigInt,
+        account_id -> BigInt,
+        role -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_form_flows (form_id, version, account_id) {
+        tenant_id -> BigInt,
+        form_id -> BigInt,
+        version -> Integer,
+        account_id -> BigInt,
+        flow_id -> Nullable<Text>,
+        live_status -> Nullable<Text>,
+        error -> Nullable<Text>,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_form_sends (token) {
+        token -> Text,
+        tenant_id -> BigInt,
+        form_id -> BigInt,
+        version -> Integer,
+        account_id -> BigInt,
+        conversation_id -> Nullable<BigInt>,
+        message_uid -> Nullable<Text>,
+        reference -> Nullable<Text>,
+        source -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    chat_form_answers (id) {
+        id -> BigInt,
+        tenant_id -> BigInt,
+        form_id -> BigInt,
+        version -> Integer,
+        send_token -> Nullable<Text>,
+        conversation_id -> Nullable<BigInt>,
+        customer -> Nullable<Text>,
+        source -> Text,
+        answers -> Jsonb,
+        issues -> Jsonb,
+        record -> Nullable<Jsonb>,
+        provider_message_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(
+    channels,
+    senders,
+    sms_rates,
+    campaigns,
+    messages,
+    sms_blacklist,
+    chat_accounts,
+    chat_phone_numbers,
+    conversations,
+    chat_templates,
+    chat_groups,
+    chat_group_participants,
+    chat_group_join_requests,
+    chat_group_messages,
+    chat_forms,
+    chat_form_versions,
+    chat_form_accounts,
+    chat_form_flows,
+    chat_form_sends,
+    chat_form_answers
+);

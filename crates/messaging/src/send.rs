@@ -33,9 +33,9 @@ pub const MAX_RECIPIENTS: usize = 10_000;
 /// separated by commas, semicolons or whitespace; empty is no number. (The reader also drops
 /// punctuation inside a number and answers a token that is no number with a `failed` record.)
 pub const NUMBERS_PATTERN: &str = r"^[\s,;]*(\+?[0-9]{6,20}([\s,;]+\+?[0-9]{6,20})*)?[\s,;]*$";
-/// `plain`, `text` or `sms` in any case, spaces around trimmed; empty is the default.
-/// (`chat` is refused while no chat account exists.)
-pub const MESSAGE_TYPE_PATTERN: &str = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss])?\s*$";
+/// `plain`, `text`, `sms` or `chat` in any case, spaces around trimmed; empty is the default.
+pub const MESSAGE_TYPE_PATTERN: &str =
+    r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss]|[Cc][Hh][Aa][Tt])?\s*$";
 
 /// The SMS send body. `tenant_channel_id` and unknown members are ignored.
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
@@ -55,9 +55,12 @@ pub struct SendRequest {
     pub message: Option<String>,
     #[schema(max_length = 4096)]
     pub body: Option<String>,
-    /// `plain` (default), `text` or `sms` (any case) send an SMS; `chat` is refused until a
-    /// chat account exists. Wins over `type`.
-    #[schema(max_length = 60, pattern = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss])?\s*$")]
+    /// `plain` (default), `text` or `sms` (any case) send an SMS; `chat` sends a chat message
+    /// as `POST /chat/send` does. Wins over `type`.
+    #[schema(
+        max_length = 60,
+        pattern = r"^\s*([Pp][Ll][Aa][Ii][Nn]|[Tt][Ee][Xx][Tt]|[Ss][Mm][Ss]|[Cc][Hh][Aa][Tt])?\s*$"
+    )]
     pub message_type: Option<String>,
     /// Read like `message_type` when that is absent or null (ignored otherwise).
     #[serde(rename = "type")]
@@ -69,6 +72,16 @@ pub struct SendRequest {
     pub media_url: Option<String>,
     #[schema(max_length = 32)]
     pub media_type: Option<String>,
+    /// With `message_type: chat`: as in `POST /chat/send`.
+    #[schema(max_length = 191)]
+    pub in_reply_to_gateway_id: Option<String>,
+    /// With `message_type: chat`: as in `POST /chat/send`.
+    pub template: Option<crate::chat::send::TemplateBody>,
+    /// With `message_type: chat`: as in `POST /chat/send`.
+    #[schema(value_type = Option<Object>)]
+    pub interactive: Option<serde_json::Value>,
+    /// With `message_type: chat`: as in `POST /chat/send`.
+    pub reaction: Option<crate::chat::send::ReactionBody>,
 }
 
 /// `schedule_time` of a send or a campaign.
@@ -218,13 +231,21 @@ pub fn parse_schedule(raw: Option<&str>) -> Result<Option<OffsetDateTime>, Error
     })
 }
 
-/// `plain`, `text`, `sms` mean SMS; `chat` is refused until a chat account exists.
+/// `plain`, `text`, `sms` mean SMS; `chat` routes to chat (answers whether it does).
 /// `field` names the member the value came from (`message_type`, or its alias `type`).
-fn check_message_type(field: &str, raw: Option<&str>) -> Result<(), Error> {
+fn check_message_type(field: &str, raw: Option<&str>) -> Result<bool, Error> {
     match raw.map(|t| t.trim().to_ascii_lowercase()).as_deref() {
-        None | Some("" | "plain" | "text" | "sms") => Ok(()),
-        Some("chat") => Err(Error::field(field, "No chat account is configured for this account.")),
+        None | Some("" | "plain" | "text" | "sms") => Ok(false),
+        Some("chat") => Ok(true),
         Some(_) => Err(Error::field(field, format!("The {field} must be plain, text, sms or chat."))),
+    }
+}
+
+/// Whether an SMS send body asks for chat (contract: `chat` routes to chat).
+fn is_chat(req: &SendRequest) -> Result<bool, Error> {
+    match (&req.message_type, &req.kind) {
+        (Some(kind), _) => check_message_type("message_type", Some(kind)),
+        (None, kind) => check_message_type("type", kind.as_deref()),
     }
 }
 
@@ -244,10 +265,6 @@ fn check(req: SendRequest, calling_code: &str) -> Result<Checked, Error> {
     too_long(&mut errors, "media_type", req.media_type.as_deref(), 32);
     if !errors.is_empty() {
         return Err(Error::fields(errors));
-    }
-    match (&req.message_type, &req.kind) {
-        (Some(kind), _) => check_message_type("message_type", Some(kind))?,
-        (None, kind) => check_message_type("type", kind.as_deref())?,
     }
     let schedule = parse_schedule(req.schedule_time.as_deref())?;
     let recipients =
@@ -303,6 +320,9 @@ pub(crate) struct NewMessage {
     pub scheduled_at: Option<OffsetDateTime>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub metadata: Option<serde_json::Value>,
+    pub template_params: Option<serde_json::Value>,
+    pub conversation_id: Option<i64>,
 }
 
 pub(crate) fn new_uid() -> String {
@@ -347,11 +367,53 @@ pub(crate) async fn enqueue_dispatch(
     Ok(())
 }
 
+/// What every send does with its rows, in its transaction: writes them, says which failed at
+/// creation, queues their dispatch, and debits the wallet (402 when a prepaid one cannot pay).
+/// Answers the messages and, for a small immediate send, the ids to try inline before answering.
+pub(crate) async fn write(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    rows: &[NewMessage],
+    (now, due): (OffsetDateTime, Option<OffsetDateTime>),
+    config: &crate::MessagingConfig,
+    note: &str,
+) -> Result<(Vec<Message>, Option<Vec<i64>>), Error> {
+    let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
+    let messages = insert(conn, rows).await?;
+    // records failed at creation (invalid, opted out, no route) say so too
+    let failed: Vec<(Message, Delta)> = messages
+        .iter()
+        .filter(|m| m.status == MessageStatus::Failed.as_str())
+        .map(|m| (m.clone(), Delta::None))
+        .collect();
+    settle(conn, &failed, now).await?;
+    let queued: Vec<i64> =
+        messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
+    // A small immediate send is tried before answering; its job waits a little, as the
+    // fallback should this process die mid-way.
+    let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
+    let run_at = match (due, inline) {
+        (Some(at), _) => Some(at),
+        (None, true) => Some(now + config.fallback_after()),
+        (None, false) => None,
+    };
+    enqueue_dispatch(conn, tenant, &queued, config.send_chunk, run_at).await?;
+    // Last, so the wallet row is locked only until the commit that follows: the account's
+    // concurrent sends queue on it for as short a time as possible.
+    if let Err(short) = accounts::wallet::debit(conn, tenant, cost, note).await? {
+        return Err(insufficient(conn, tenant, short).await);
+    }
+    Ok((messages, inline.then_some(queued)))
+}
+
 impl MessagingService {
     /// `POST /sms/send`. Invalid and opted-out numbers and a missing route become `failed`
     /// records (not charged); the rest are priced per segment and debited in one amount,
     /// refused with 402 and nothing written when a prepaid wallet cannot pay it all.
     pub async fn send(&self, caller: &Caller, req: SendRequest) -> Result<SendResult, Error> {
+        if is_chat(&req)? {
+            return self.send_chat(caller, req.into()).await;
+        }
         let checked = check(req, &caller.calling_code)?;
         let tenant = caller.tenant_id;
         let now = self.clock.now();
@@ -404,36 +466,15 @@ impl MessagingService {
                             scheduled_at: due,
                             created_at: now,
                             updated_at: now,
+                            metadata: None,
+                            template_params: None,
+                            conversation_id: None,
                         }
                     })
                     .collect();
-                let cost: i64 = rows.iter().map(|r| r.price_minor).sum();
-                let messages = insert(conn, &rows).await?;
-                // records failed at creation (invalid, opted out, no route) say so too
-                let failed: Vec<(Message, Delta)> = messages
-                    .iter()
-                    .filter(|m| m.status == MessageStatus::Failed.as_str())
-                    .map(|m| (m.clone(), Delta::None))
-                    .collect();
-                settle(conn, &failed, now).await?;
-                let queued: Vec<i64> =
-                    messages.iter().filter(|m| m.status == MessageStatus::Queued.as_str()).map(|m| m.id).collect();
-                // A small immediate send is tried before answering; its job waits a little, as
-                // the fallback should this process die mid-way.
-                let inline = due.is_none() && !queued.is_empty() && queued.len() <= config.inline_max;
-                let run_at = match (due, inline) {
-                    (Some(at), _) => Some(at),
-                    (None, true) => Some(now + config.fallback_after()),
-                    (None, false) => None,
-                };
-                enqueue_dispatch(conn, tenant, &queued, config.send_chunk, run_at).await?;
-                // Last, so the wallet row is locked only until the commit that follows: the
-                // account's concurrent sends queue on it for as short a time as possible.
                 let note = format!("SMS send to {} recipient(s)", rows.len());
-                if let Err(short) = accounts::wallet::debit(conn, tenant, cost, &note).await? {
-                    return Err(insufficient(conn, tenant, short).await);
-                }
-                let inline = inline.then(|| route.map(|r| (r.channel, queued))).flatten();
+                let (messages, inline) = write(conn, tenant, &rows, (now, due), &config, &note).await?;
+                let inline = inline.and_then(|queued| route.map(|r| (r.channel, queued)));
                 Ok::<_, Error>((messages, inline))
             })
             .await?;
@@ -447,7 +488,7 @@ impl MessagingService {
 
     /// Dispatches right away, waiting up to the inline timeout; what is not done by then goes
     /// on in the background and, should the process die, through the queued job.
-    async fn send_inline(
+    pub(crate) async fn send_inline(
         &self,
         tenant: TenantId,
         channel: Channel,

@@ -38,6 +38,9 @@ pub struct MessagingConfig {
     /// Inbound keywords that put the sender on the blacklist, and that take it off.
     pub opt_out_keywords: Vec<String>,
     pub opt_in_keywords: Vec<String>,
+    /// How chat messages are charged, and the price (docs/api.md, "Chat billing").
+    pub chat_billing: crate::chat::send::ChatBilling,
+    pub chat_price_minor: i64,
 }
 
 impl Default for MessagingConfig {
@@ -57,6 +60,8 @@ impl Default for MessagingConfig {
             // Twilio's standard opt-out and opt-in words.
             opt_out_keywords: ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"].map(String::from).to_vec(),
             opt_in_keywords: ["START", "UNSTOP", "YES"].map(String::from).to_vec(),
+            chat_billing: crate::chat::send::ChatBilling::PerMessage,
+            chat_price_minor: 1_000,
         }
     }
 }
@@ -94,11 +99,15 @@ pub struct MessagingService {
     pub(crate) clock: Clock,
     pub(crate) gateways: Gateways,
     pub(crate) config: Arc<MessagingConfig>,
+    /// Who takes the orders customers place from the chat catalogue (commerce).
+    pub(crate) chat_orders: Option<Arc<dyn crate::chat::orders::ChatOrders>>,
+    /// Where form answers are saved as data-table rows (the data tables).
+    pub(crate) form_records: Option<Arc<dyn crate::chat::forms::answers::FormRecords>>,
 }
 
 impl MessagingService {
     pub fn new(pool: store::Pool, clock: Clock, gateways: Gateways, config: MessagingConfig) -> Self {
-        Self { pool, clock, gateways, config: Arc::new(config) }
+        Self { pool, clock, gateways, config: Arc::new(config), chat_orders: None, form_records: None }
     }
 
     pub fn gateways(&self) -> &Gateways {
@@ -131,7 +140,13 @@ impl MessagingService {
             .register::<crate::dispatch::SendMessages>(self.clone())
             .register::<crate::receipts::ApplyReceipts>(self.clone())
             .register::<crate::receipts::CheckDelivery>(self.clone())
-            .register::<crate::campaigns::DispatchCampaign>(self.clone());
+            .register::<crate::campaigns::DispatchCampaign>(self.clone())
+            .register::<crate::chat::templates::SubmitTemplate>(self.clone())
+            .register::<crate::chat::templates::PollTemplate>(self.clone())
+            .register::<crate::chat::orders::TakeChatOrder>(self.clone())
+            .register::<crate::chat::groups::ConfirmGroup>(self.clone())
+            .register::<crate::chat::forms::publish::RetireVersion>(self.clone())
+            .register::<crate::chat::groups::updates::SendInvites>(self.clone());
     }
 }
 

@@ -54,6 +54,10 @@ pub const TRANSITIONS: &[(MessageStatus, MessageEvent, MessageStatus)] = &[
     (S::CheckingDelivery, E::Deliver, S::Delivered),
     (S::CheckingDelivery, E::DeliveryFail, S::Failed),
     (S::Delivered, E::ReadReceipt, S::Read),
+    // Our choice: a read receipt that overtakes its delivery receipt (providers do not promise
+    // their order) stands for both.
+    (S::Sent, E::ReadReceipt, S::Read),
+    (S::CheckingDelivery, E::ReadReceipt, S::Read),
 ];
 
 impl kernel::state::Status for MessageStatus {

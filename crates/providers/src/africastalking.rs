@@ -131,7 +131,7 @@ fn outcome_from_body(body: &[u8]) -> Result<SendOutcome, SendError> {
         .filter(|id| !id.is_empty() && id != "None")
         .ok_or_else(|| SendError::Malformed(format!("accepted ({code}) without a messageId")))?;
     let cost = recipient.cost.filter(|c| !c.is_empty() && c != "0");
-    Ok(SendOutcome::Accepted { provider_message_id, cost, receipt: None })
+    Ok(SendOutcome::Accepted { provider_message_id, cost, receipts: Vec::new() })
 }
 
 /// reqwest's error with its causes, which carry the useful part ("connection refused").
@@ -273,7 +273,7 @@ mod tests {
         let body = br#"{"SMSMessageData":{"Message":"x","Recipients":[{"statusCode":102,"status":"Queued","cost":"0","messageId":"ATXid_1"}]}}"#;
         assert_eq!(
             outcome_from_body(body),
-            Ok(SendOutcome::Accepted { provider_message_id: "ATXid_1".into(), cost: None, receipt: None })
+            Ok(SendOutcome::Accepted { provider_message_id: "ATXid_1".into(), cost: None, receipts: Vec::new() })
         );
     }
 }

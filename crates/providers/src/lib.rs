@@ -1,12 +1,25 @@
-//! Clients for the outside world (house rule 8). Each kind of provider is a trait with a real
+//! Clients for the outside world (house rule 8): SMS aggregators and the chat provider. Each kind of provider is a trait with a real
 //! HTTP implementation (reqwest, base URL and credentials from configuration) and a sandbox
 //! that behaves like the real thing, so the service runs fully on a laptop.
 
 pub mod africastalking;
+pub mod catalogue;
+pub mod chat;
+pub mod chat_flows;
+pub mod chat_groups;
+pub mod chat_sandbox;
+pub mod cloud;
+mod cloud_catalogue;
+mod cloud_flows;
+mod cloud_groups;
 pub mod sandbox;
 pub mod sms;
 
 pub use africastalking::{AfricasTalking, AfricasTalkingConfig};
+pub use catalogue::{CatalogueError, CatalogueGateway, CatalogueItem, ItemOutcome};
+pub use chat::{ChatContent, ChatEvent, ChatGateway, OutboundChat};
+pub use chat_sandbox::{ChatSandbox, ChatSandboxConfig};
+pub use cloud::{Cloud, CloudConfig};
 pub use sandbox::{Sandbox, SandboxConfig, SandboxOutcome, SandboxSms};
 pub use sms::{
     CallbackError, DeliveryReceipt, InboundSms, OutboundSms, ReceiptStatus, ScheduledReceipt, SendError, SendOutcome,

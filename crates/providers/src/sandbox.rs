@@ -156,13 +156,13 @@ impl Sandbox {
         let (outcome, Some(id)) = (message.outcome, &message.provider_message_id) else {
             return SendOutcome::Refused { reason: REFUSED_REASON.to_owned() };
         };
-        let receipt = match outcome {
+        let receipts = match outcome {
             SandboxOutcome::Delivered | SandboxOutcome::FailsDelivery => {
-                Some(ScheduledReceipt { after: self.config.delivery_delay, status: outcome.receipt_status() })
+                vec![ScheduledReceipt { after: self.config.delivery_delay, status: outcome.receipt_status() }]
             }
-            SandboxOutcome::NoReceipt | SandboxOutcome::Refused => None,
+            SandboxOutcome::NoReceipt | SandboxOutcome::Refused => Vec::new(),
         };
-        SendOutcome::Accepted { provider_message_id: id.clone(), cost: None, receipt }
+        SendOutcome::Accepted { provider_message_id: id.clone(), cost: None, receipts }
     }
 }
 
@@ -273,16 +273,13 @@ mod tests {
     async fn an_ordinary_number_is_delivered_after_the_delay() {
         let sandbox = sandbox();
         let outcome = sandbox.send(sms("m1", "+255712345678")).await.expect("send");
-        let SendOutcome::Accepted { provider_message_id, cost, receipt } = outcome else {
+        let SendOutcome::Accepted { provider_message_id, cost, receipts } = outcome else {
             panic!("expected Accepted, got {outcome:?}");
         };
         assert!(provider_message_id.starts_with("sbx_"));
         assert_eq!(provider_message_id.len(), 4 + 32);
         assert_eq!(cost, None);
-        assert_eq!(
-            receipt,
-            Some(ScheduledReceipt { after: Duration::from_millis(5), status: ReceiptStatus::Delivered })
-        );
+        assert_eq!(receipts, [ScheduledReceipt { after: Duration::from_millis(5), status: ReceiptStatus::Delivered }]);
         assert_eq!(sandbox.status(&provider_message_id).await, Ok(ReceiptStatus::Delivered));
     }
 
@@ -303,10 +300,10 @@ mod tests {
     async fn numbers_ending_0002_never_get_a_receipt() {
         let sandbox = sandbox();
         let outcome = sandbox.send(sms("m1", "+255700000002")).await.expect("send");
-        let SendOutcome::Accepted { receipt, ref provider_message_id, .. } = outcome else {
+        let SendOutcome::Accepted { ref receipts, ref provider_message_id, .. } = outcome else {
             panic!("expected Accepted, got {outcome:?}");
         };
-        assert_eq!(receipt, None);
+        assert!(receipts.is_empty());
         assert_eq!(sandbox.status(provider_message_id).await, Ok(ReceiptStatus::Pending));
     }
 
@@ -314,9 +311,10 @@ mod tests {
     async fn numbers_ending_0003_fail_delivery() {
         let sandbox = sandbox();
         let outcome = sandbox.send(sms("m1", "+255700000003")).await.expect("send");
-        let SendOutcome::Accepted { receipt: Some(receipt), ref provider_message_id, .. } = outcome else {
+        let SendOutcome::Accepted { receipts, provider_message_id, .. } = &outcome else {
             panic!("expected Accepted with a receipt, got {outcome:?}");
         };
+        let [receipt] = &receipts[..] else { panic!("one receipt, got {receipts:?}") };
         assert_eq!(receipt.after, Duration::from_millis(5));
         let ReceiptStatus::Failed { reason } = &receipt.status else { panic!("expected Failed, got {receipt:?}") };
         assert!(reason.contains("0003"), "{reason}");

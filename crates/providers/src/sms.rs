@@ -22,9 +22,9 @@ pub enum SendOutcome {
         provider_message_id: String,
         /// The provider's own cost text (e.g. `"TZS 20.0000"`), kept for audit.
         cost: Option<String>,
-        /// Set only by providers that announce their receipt up front (the sandbox): the
-        /// receipt that will arrive, and after how long.
-        receipt: Option<ScheduledReceipt>,
+        /// Set only by providers that announce their receipts up front (the sandboxes): the
+        /// receipts that will arrive, and after how long each.
+        receipts: Vec<ScheduledReceipt>,
     },
     /// The provider refused this message; it will never be delivered.
     Refused { reason: String },
@@ -40,6 +40,8 @@ pub struct ScheduledReceipt {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReceiptStatus {
     Delivered,
+    /// Chat only: the customer read it (implies delivered).
+    Read,
     Failed {
         reason: String,
     },

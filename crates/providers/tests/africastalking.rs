@@ -62,7 +62,7 @@ async fn an_accepted_message_posts_the_form_and_reads_the_id_and_cost() {
         Ok(SendOutcome::Accepted {
             provider_message_id: "ATXid_abc123".into(),
             cost: Some("KES 0.8000".into()),
-            receipt: None,
+            receipts: Vec::new(),
         })
     );
 
@@ -102,7 +102,7 @@ async fn processed_and_queued_are_accepted_and_a_zero_cost_is_none() {
         .await;
         assert_eq!(
             outcome,
-            Ok(SendOutcome::Accepted { provider_message_id: "ATXid_q".into(), cost: None, receipt: None }),
+            Ok(SendOutcome::Accepted { provider_message_id: "ATXid_q".into(), cost: None, receipts: Vec::new() }),
             "statusCode {code}"
         );
     }

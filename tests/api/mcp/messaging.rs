@@ -14,8 +14,14 @@ use crate::sms::{SmsAccount, sms_account};
 /// Every scope the messaging tools need.
 const SCOPES: &str = "mcp:use mcp:messaging mcp:send mcp:write";
 
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 14] = [
     "send_sms",
+    "send_chat_text",
+    "send_chat_template",
+    "send_chat_interactive",
+    "send_chat_reaction",
+    "get_chat_message",
+    "list_chat_accounts",
     "get_message",
     "list_messages",
     "create_campaign",
@@ -247,7 +253,17 @@ async fn scopes_and_the_routes_permissions_decide_every_messaging_call() {
 
     // reading needs the capability only; sending mcp:send, the blacklist's changes mcp:write
     let client = connect(&server, "/mcp/v1/messaging", &reader).await;
-    assert_eq!(tool_names(&client).await, sorted(&["get_message", "list_messages", "get_campaign", "list_blacklist"]));
+    assert_eq!(
+        tool_names(&client).await,
+        sorted(&[
+            "get_message",
+            "list_messages",
+            "get_campaign",
+            "list_blacklist",
+            "get_chat_message",
+            "list_chat_accounts"
+        ])
+    );
     let send = json!({"recipient": "0712000777", "message": "Hi"});
     assert_scope_refused(&refused(&client, "send_sms", send.clone()).await, &["mcp:send"]);
     let campaign = json!({"contact_list_id": "1", "message": "Hi"});
@@ -274,7 +290,21 @@ async fn scopes_and_the_routes_permissions_decide_every_messaging_call() {
     let user = app.user(tenant, "leads.view").await;
     let token = app.mcp_connection(tenant, user, SCOPES).await;
     let client = connect(&server, "/mcp/v1/messaging", &token).await;
-    assert_eq!(tool_names(&client).await, sorted(&["send_sms", "get_message", "create_campaign", "get_campaign"]));
+    assert_eq!(
+        tool_names(&client).await,
+        sorted(&[
+            "send_sms",
+            "get_message",
+            "create_campaign",
+            "get_campaign",
+            "send_chat_text",
+            "send_chat_template",
+            "send_chat_interactive",
+            "send_chat_reaction",
+            "get_chat_message",
+            "list_chat_accounts",
+        ])
+    );
     let sent = ok(&client, "send_sms", send.clone()).await;
     assert_eq!(sent["messages"][0]["status"], "sent", "{sent}");
     let uid = text(&sent["messages"][0], "uid");

@@ -3,12 +3,16 @@
 //! (`rmcp`, streamable HTTP) against the gateway on a loopback port, on PostgreSQL.
 
 mod account;
+mod chat;
 mod consent_page;
 mod contacts;
+mod content;
 mod data;
+mod groups_forms;
 mod messaging;
 mod oauth;
 mod orders;
+mod publishing;
 mod shop;
 mod support;
 mod transport;

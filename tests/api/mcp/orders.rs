@@ -13,7 +13,12 @@ fn products() -> Vec<(&'static str, i64, Value)> {
     vec![("A", 150_050, json!(10)), ("B", 100_000, json!(5))]
 }
 
-const TOOLS: [&str; 4] = ["list_orders", "get_order", "create_order", "set_order_status"];
+/// What a catalogue manager's connection with `mcp:write` lists: not `send_shop_link` (`mcp:send`
+/// and `communications.send`).
+const TOOLS: [&str; 7] =
+    ["list_orders", "get_order", "create_order", "set_order_status", "create_shop_link", "list_baskets", "get_basket"];
+/// The reads: `mcp:use mcp:commerce` and `communications.catalogue.view`.
+const READS: [&str; 4] = ["list_orders", "get_order", "list_baskets", "get_basket"];
 
 fn order_args(shop: i64) -> Value {
     json!({
@@ -168,13 +173,31 @@ async fn scopes_and_the_catalogue_permissions_decide_every_order_call() {
     let viewing = app.mcp_connection(duka.tenant, viewer, COMMERCE_SCOPES).await;
     let nobody = app.user(duka.tenant, "leads.view").await;
     let nothing = app.mcp_connection(duka.tenant, nobody, COMMERCE_SCOPES).await;
+    let sending = app.mcp_connection(duka.tenant, duka.user, "mcp:use mcp:commerce mcp:write mcp:send").await;
+    let seller = app.user(duka.tenant, &format!("{CATALOGUE_MANAGER},communications.send")).await;
+    let seller_sending = app.mcp_connection(duka.tenant, seller, "mcp:use mcp:commerce mcp:write mcp:send").await;
+    let seller_reading = app.mcp_connection(duka.tenant, seller, "mcp:use mcp:commerce mcp:send").await;
     let server = app.listen();
-    let order =
-        id_of(&ok(&connect(&server, "/mcp/v1/orders", &manager).await, "create_order", order_args(duka.id)).await);
+    let client = connect(&server, "/mcp/v1/orders", &manager).await;
+    assert_eq!(tool_names(&client).await, sorted(&TOOLS));
+    let order = id_of(&ok(&client, "create_order", order_args(duka.id)).await);
+
+    // send_shop_link needs mcp:send and communications.send; create_shop_link mcp:write
+    let client = connect(&server, "/mcp/v1/orders", &sending).await;
+    assert_eq!(tool_names(&client).await, sorted(&TOOLS), "mcp:send without communications.send");
+    let client = connect(&server, "/mcp/v1/orders", &seller_sending).await;
+    assert_eq!(tool_names(&client).await, sorted(&[&TOOLS[..], &["send_shop_link"]].concat()));
+    let client = connect(&server, "/mcp/v1/orders", &seller_reading).await;
+    assert_eq!(tool_names(&client).await, sorted(&[&READS[..], &["send_shop_link"]].concat()));
+    let error = refused(&client, "create_shop_link", json!({"catalogue_id": duka.id, "sku": "A"})).await;
+    assert_eq!(
+        (error["reason"].clone(), error["missing_scopes"].clone()),
+        (json!("insufficient_scope"), json!(["mcp:write"]))
+    );
 
     // without mcp:write only the reads are listed, and a write is refused for the scope
     let client = connect(&server, "/mcp/v1/orders", &reader).await;
-    assert_eq!(tool_names(&client).await, sorted(&["list_orders", "get_order"]));
+    assert_eq!(tool_names(&client).await, sorted(&READS));
     let error = refused(&client, "create_order", order_args(duka.id)).await;
     assert_eq!(
         (error["reason"].clone(), error["missing_scopes"].clone()),
@@ -189,9 +212,9 @@ async fn scopes_and_the_catalogue_permissions_decide_every_order_call() {
         (json!("permission_denied"), json!(["mcp:commerce"]))
     );
 
-    // communications.catalogue.view reads; writing needs .manage
+    // communications.catalogue.view reads (and makes unsent shop links); writing orders needs .manage
     let client = connect(&server, "/mcp/v1/orders", &viewing).await;
-    assert_eq!(tool_names(&client).await, sorted(&["list_orders", "get_order"]));
+    assert_eq!(tool_names(&client).await, sorted(&[&READS[..], &["create_shop_link"]].concat()));
     assert_eq!(ok(&client, "get_order", json!({"order": order})).await["status"], "pending");
     assert_code(&refused(&client, "create_order", order_args(duka.id)).await, "permission_denied");
     let error = refused(&client, "set_order_status", json!({"order": order, "status": "shipped"})).await;

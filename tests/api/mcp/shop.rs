@@ -12,7 +12,9 @@ fn products() -> Vec<(&'static str, i64, Value)> {
     vec![("A", 1_000, json!(10)), ("B", 2_500, json!(4)), ("C", 500, Value::Null)]
 }
 
-const TOOLS: [&str; 8] = [
+/// What a catalogue manager's connection with `mcp:write` lists: the reads and the writes, not
+/// publishing (`mcp:publish`) nor the sends (`mcp:send`, `communications.send`).
+const TOOLS: [&str; 12] = [
     "list_catalogues",
     "get_catalogue",
     "get_product_by_sku",
@@ -21,9 +23,27 @@ const TOOLS: [&str; 8] = [
     "push_inventory",
     "submit_product_batch",
     "get_sync_report",
+    "list_listings",
+    "create_feed",
+    "run_feed",
+    "list_feeds",
 ];
-const READS: [&str; 6] =
-    ["list_catalogues", "get_catalogue", "get_product_by_sku", "list_products", "get_stock_levels", "get_sync_report"];
+const READS: [&str; 8] = [
+    "list_catalogues",
+    "get_catalogue",
+    "get_product_by_sku",
+    "list_products",
+    "get_stock_levels",
+    "get_sync_report",
+    "list_listings",
+    "list_feeds",
+];
+/// `mcp:publish` with `communications.catalogue.manage`.
+const PUBLISHING: [&str; 2] = ["publish_catalogue", "check_drift"];
+/// `mcp:send` with `communications.send`.
+const SENDS: [&str; 3] = ["send_product", "send_product_list", "send_catalogue"];
+/// Every elevation the shop tools use.
+const ALL_SCOPES: &str = "mcp:use mcp:commerce mcp:write mcp:publish mcp:send";
 
 fn product_path(shop: i64, sku: &str) -> String {
     format!("/api/v3/catalogues/{shop}/products/by-sku/{sku}")
@@ -210,24 +230,45 @@ async fn scopes_and_the_catalogue_permissions_decide_every_shop_call() {
     let viewing = app.mcp_connection(duka.tenant, viewer, COMMERCE_SCOPES).await;
     let nobody = app.user(duka.tenant, "leads.view").await;
     let nothing = app.mcp_connection(duka.tenant, nobody, COMMERCE_SCOPES).await;
+    let elevated = app.mcp_connection(duka.tenant, duka.user, ALL_SCOPES).await;
+    let seller = app.user(duka.tenant, &format!("{CATALOGUE_MANAGER},communications.send")).await;
+    let selling = app.mcp_connection(duka.tenant, seller, ALL_SCOPES).await;
+    let viewing_elevated = app.mcp_connection(duka.tenant, viewer, ALL_SCOPES).await;
     let server = app.listen();
     let push = json!({"catalogue": duka.id, "levels": [{"sku": "A", "inventory": 1}]});
     let batch = json!({"catalogue": duka.id, "products": [{"sku": "Z", "name": "Zip", "price": 1}]});
+    let writes = [
+        ("push_inventory", push.clone()),
+        ("submit_product_batch", batch),
+        ("create_feed", json!({"catalogue": duka.id, "url": "http://127.0.0.1:9/products.csv"})),
+        ("run_feed", json!({"catalogue": duka.id, "feed": 1})),
+    ];
 
     let client = connect(&server, "/mcp/v1/shop", &reader).await;
     assert_eq!(tool_names(&client).await, sorted(&READS));
-    for (tool, args) in [("push_inventory", push.clone()), ("submit_product_batch", batch.clone())] {
+    for (tool, args) in writes.clone() {
         let error = refused(&client, tool, args).await;
         assert_eq!(
             (error["reason"].clone(), error["missing_scopes"].clone()),
-            (json!("insufficient_scope"), json!(["mcp:write"]))
+            (json!("insufficient_scope"), json!(["mcp:write"])),
+            "{tool}"
         );
     }
+    let error = refused(&client, "check_drift", json!({"catalogue": duka.id})).await;
+    assert_eq!(error["missing_scopes"], json!(["mcp:publish"]), "{error}");
+
+    // publishing with mcp:publish; the sends only for an issuer who may send
+    let client = connect(&server, "/mcp/v1/shop", &elevated).await;
+    assert_eq!(tool_names(&client).await, sorted(&[&TOOLS[..], &PUBLISHING[..]].concat()));
+    let client = connect(&server, "/mcp/v1/shop", &selling).await;
+    assert_eq!(tool_names(&client).await, sorted(&[&TOOLS[..], &PUBLISHING[..], &SENDS[..]].concat()));
+    let client = connect(&server, "/mcp/v1/shop", &viewing_elevated).await;
+    assert_eq!(tool_names(&client).await, sorted(&READS), "elevations open nothing the permission does not");
 
     let client = connect(&server, "/mcp/v1/shop", &viewing).await;
     assert_eq!(tool_names(&client).await, sorted(&READS));
     assert_eq!(ok(&client, "get_catalogue", json!({"catalogue": duka.id})).await["id"], duka.id);
-    for (tool, args) in [("push_inventory", push.clone()), ("submit_product_batch", batch.clone())] {
+    for (tool, args) in writes {
         let error = refused(&client, tool, args).await;
         assert_code(&error, "permission_denied");
         assert!(error.get("reason").is_none(), "a permission, not a scope: {error}");

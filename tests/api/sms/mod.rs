@@ -10,7 +10,7 @@ mod lifecycle;
 mod reading;
 mod send;
 mod send_rules;
-mod support;
+pub(crate) mod support;
 
 use api_tests::{Account, TestApp};
 use kernel::TenantId;

@@ -12,8 +12,8 @@ use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-use super::data;
 use super::load::{OpError, OpResult};
+use super::{chat, data};
 use crate::Result;
 
 /// How a failed message shows in a send's answer.
@@ -22,6 +22,8 @@ const FAILED: &[u8] = b"\"status\":\"failed\"";
 const IS_ERROR: &[u8] = b"\"isError\":true";
 /// A JSON-RPC answer that is no error.
 const RESULT: &[u8] = b"\"result\"";
+/// How a chat webhook delivery that stored its one inbound message answers.
+const STORED_ONE: &[u8] = b"\"messages_received\":1,";
 
 pub struct Api {
     client: Client,
@@ -148,6 +150,43 @@ impl Api {
         if answer.windows(FAILED.len()).any(|w| w == FAILED) {
             let answer = String::from_utf8_lossy(answer);
             return Err(format!("the message failed: {}", answer.chars().take(300).collect::<String>()).into());
+        }
+        Ok(())
+    }
+
+    /// `POST /chat/send`: text `n` to one customer (see [`chat::recipient`]) from the chat
+    /// account's default number; Err when the message failed (searched for, as for an SMS send).
+    pub async fn chat_send(&self, n: u64) -> OpResult {
+        let body = json!({ "recipient": chat::recipient(n), "message": chat::text(n) });
+        let answer = self.call(self.post("/chat/send", &body), StatusCode::CREATED).await?;
+        let answer = answer.as_ref();
+        if answer.windows(FAILED.len()).any(|w| w == FAILED) {
+            let answer = String::from_utf8_lossy(answer);
+            return Err(format!("the message failed: {}", answer.chars().take(300).collect::<String>()).into());
+        }
+        Ok(())
+    }
+
+    /// `POST /hooks/chat/{token}` with `body` signed by `signature` (`X-Hub-Signature-256`), as
+    /// the provider posts it: no API key. Err unless it answered 200 and stored one new message.
+    pub async fn chat_hook(&self, token: &str, body: Vec<u8>, signature: &str) -> OpResult {
+        let response = self
+            .client
+            .post(format!("{}/hooks/chat/{token}", self.base))
+            .header("content-type", "application/json")
+            .header("x-hub-signature-256", signature)
+            .body(body)
+            .send()
+            .await?;
+        let status = response.status();
+        let answer = response.bytes().await?;
+        if status != StatusCode::OK || !answer.windows(STORED_ONE.len()).any(|w| w == STORED_ONE) {
+            let answer = String::from_utf8_lossy(&answer);
+            return Err(format!(
+                "expected 200 with one message received, got {status}: {}",
+                answer.chars().take(300).collect::<String>()
+            )
+            .into());
         }
         Ok(())
     }

@@ -573,7 +573,8 @@ impl Report {
              ≥ 0.6. Orders (11): API/raw ≥ 0.6, p99 < 30 ms. Data table pages (12, filtered and sorted, and \
              searched for a rare and a common term): API/raw ≥ 0.5, p99 < 50 ms; the rare term's search at \
              least 300 pages/s. Data record creates (13): API/raw ≥ 0.6. MCP (14, issue 16; its raw side is \
-             the REST route): MCP/REST ≥ 0.7, p99 < 30 ms.\n"
+             the REST route): MCP/REST ≥ 0.7, p99 < 30 ms. Chat (issue 17): a text send (15) as the SMS send, \
+             API/raw ≥ 0.6, p99 < 25 ms; inbound webhook deliveries (16) API/raw ≥ 0.5.\n"
         );
         for w in &self.workloads {
             let checks: Vec<String> = w.targets.iter().map(Check::describe).collect();

@@ -45,7 +45,7 @@ const INSERT_MESSAGE: &str = "INSERT INTO messages (uid, tenant_id, direction, c
                               ON CONFLICT DO NOTHING RETURNING id";
 /// Its dispatch job. An inline send's job waits for the job lease (5 minutes) as the fallback
 /// should the process die mid-send, so no worker picks these up during the run.
-const INSERT_SEND_JOB: &str = "INSERT INTO jobs (name, payload, tenant_id, run_at, max_attempts) \
+pub const INSERT_SEND_JOB: &str = "INSERT INTO jobs (name, payload, tenant_id, run_at, max_attempts) \
                                VALUES ('messaging.send', jsonb_build_object('ids', jsonb_build_array($1::bigint)), $2, \
                                now() + interval '5 minutes', 8) RETURNING id";
 /// The lead upsert's lookup: the person by the E.164 digits of the phone.

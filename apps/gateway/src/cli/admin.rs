@@ -52,6 +52,9 @@ pub enum AdminCommand {
     /// Sender identities on a channel.
     #[command(subcommand)]
     Sender(SenderCommand),
+    /// Chat business accounts (WhatsApp Cloud API shape) and their phone numbers.
+    #[command(subcommand)]
+    ChatAccount(ChatAccountCommand),
     /// The SMS rate card: price per segment by destination prefix.
     #[command(subcommand)]
     Rate(RateCommand),
@@ -81,6 +84,49 @@ pub enum AdminCommand {
     /// The keys that seal secrets at rest.
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// Shops: work that otherwise runs on a schedule.
+    #[command(subcommand)]
+    Commerce(CommerceCommand),
+    /// The sandbox providers: act as the outside party would.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CommerceCommand {
+    /// Compare the chat catalogue's copy of every listed product with the shop's now, as the
+    /// hourly check does (marks, announces, settles by `source_of_truth`); prints the report.
+    CheckDrift {
+        #[arg(long)]
+        tenant: i64,
+        /// One shop; without it, every shop of the tenant that publishes to a chat catalogue.
+        #[arg(long)]
+        catalogue: Option<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Change the sandbox chat catalogue's copy of a product, as a merchant editing in the
+    /// platform's own tool would (the next drift check sees it); prints the copy.
+    CatalogueEdit {
+        #[arg(long)]
+        tenant: i64,
+        /// The shop (its id).
+        #[arg(long)]
+        catalogue: i64,
+        #[arg(long)]
+        sku: String,
+        /// `field=value`, repeated: name, description, price_minor, sale_price_minor, currency,
+        /// availability, image_url, brand, category, inventory (an empty value clears).
+        #[arg(long = "set", value_parser = field_value, required = true)]
+        set: Vec<(String, String)>,
+    },
+}
+
+fn field_value(raw: &str) -> Result<(String, String), String> {
+    let (field, value) = raw.split_once('=').ok_or_else(|| format!("{raw:?} is not field=value"))?;
+    Ok((field.trim().to_owned(), value.to_owned()))
 }
 
 #[derive(Debug, Subcommand)]
@@ -311,6 +357,89 @@ impl std::fmt::Debug for Credentials {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ChatAccountCommand {
+    /// Add a business account; prints its id (with --json also its webhook URL and verify
+    /// token, to paste into the provider's dashboard).
+    Add {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        waba_id: String,
+        #[arg(long)]
+        name: String,
+        /// sandbox (default) or cloud
+        #[arg(long, default_value = "sandbox")]
+        provider: String,
+        #[command(flatten)]
+        credentials: ChatCredentials,
+        /// Make it the workspace's default account (the first one is anyway).
+        #[arg(long)]
+        default: bool,
+    },
+    /// A business account's phone numbers.
+    #[command(subcommand)]
+    Phone(ChatPhoneCommand),
+    /// Read the account's name, numbers' quality and tier, and template count from the provider.
+    Refresh {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        waba_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChatPhoneCommand {
+    /// Add a phone number to a business account; prints its phone number id.
+    Add {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        waba_id: String,
+        /// The provider's id of the number (what `sender_id` takes).
+        #[arg(long)]
+        phone_number_id: String,
+        /// The number, E.164 or national.
+        #[arg(long)]
+        phone_number: String,
+        /// The name shown for it.
+        #[arg(long)]
+        display: Option<String>,
+        /// Make it the account's default number (the first one is anyway).
+        #[arg(long)]
+        default: bool,
+    },
+}
+
+/// A chat provider account, as `chat-account add` takes it. Printed, it shows no secret.
+#[derive(Clone, Default, clap::Args)]
+pub struct ChatCredentials {
+    /// The Graph API origin (cloud; default https://graph.facebook.com).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The Graph API version (cloud; default v21.0).
+    #[arg(long)]
+    pub api_version: Option<String>,
+    #[arg(long)]
+    pub access_token: Option<String>,
+    /// Signs the provider's webhook deliveries; one is made when absent.
+    #[arg(long)]
+    pub app_secret: Option<String>,
+    /// Answers the provider's webhook verification; one is made when absent.
+    #[arg(long)]
+    pub verify_token: Option<String>,
+}
+
+impl std::fmt::Debug for ChatCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatCredentials")
+            .field("base_url", &self.base_url)
+            .field("api_version", &self.api_version)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SenderCommand {
     /// Add a sender identity; prints its id.
     Add {
@@ -384,7 +513,9 @@ fn read_password() -> Result<String, Error> {
 
 /// Runs one admin command and returns what to print: plain lines, or the JSON object.
 pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
-    let pool = store::pool_with(&config.database_url, 2, config.row_security)?;
+    // the command's own connection, and the services' (a drift check holds one while the
+    // sandbox platform reads with another)
+    let pool = store::pool_with(&config.database_url, 4, config.row_security)?;
     let mut conn = store::connect_system(&pool).await?;
     let conn = &mut *conn;
     let now = OffsetDateTime::now_utc();
@@ -493,6 +624,81 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let channel = messaging::channels::set_status(conn, TenantId(tenant), &channel, &status).await?;
             (channel.status.clone(), json!({"id": channel.id, "code": channel.code, "status": channel.status}))
         }
+        AdminCommand::ChatAccount(ChatAccountCommand::Add {
+            tenant,
+            waba_id,
+            name,
+            provider,
+            credentials,
+            default,
+        }) => {
+            let ChatCredentials { base_url, api_version, access_token, app_secret, verify_token } = credentials;
+            let new = messaging::chat::NewChatAccount {
+                waba_id,
+                name,
+                provider: Some(provider),
+                base_url,
+                version: api_version,
+                access_token,
+                app_secret,
+                verify_token,
+                is_default: default,
+            };
+            let keyring = crate::keyring(&pool, &config.secrets).await?;
+            let added = messaging::chat::accounts::add(conn, &keyring, TenantId(tenant), new).await?;
+            let webhook_url = format!("{}/hooks/chat/{}", config.public_url.trim_end_matches('/'), added.webhook_token);
+            let value = json!({
+                "id": added.id,
+                "waba_id": added.waba_id,
+                "webhook_url": webhook_url,
+                "verify_token": added.verify_token,
+            });
+            (added.id.to_string(), value)
+        }
+        AdminCommand::ChatAccount(ChatAccountCommand::Phone(ChatPhoneCommand::Add {
+            tenant,
+            waba_id,
+            phone_number_id,
+            phone_number,
+            display,
+            default,
+        })) => {
+            let calling_code = accounts::tenants::get(conn, TenantId(tenant)).await?.default_country_code;
+            let new = messaging::chat::NewPhoneNumber {
+                waba_id,
+                phone_number_id,
+                phone_number,
+                display,
+                is_default: default,
+            };
+            let number = messaging::chat::accounts::add_phone(conn, TenantId(tenant), &calling_code, new).await?;
+            (number.id.clone(), json!(number))
+        }
+        AdminCommand::ChatAccount(ChatAccountCommand::Refresh { tenant, waba_id }) => {
+            let services = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?;
+            let accounts = services.messaging.refresh_chat_account(TenantId(tenant), &waba_id).await?;
+            let found = accounts.items.iter().find(|a| a.waba_id == waba_id.trim()).cloned();
+            (found.as_ref().map(|a| a.name.clone()).unwrap_or_default(), json!(found))
+        }
+        AdminCommand::Commerce(CommerceCommand::CheckDrift { tenant, catalogue }) => {
+            let services = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?;
+            let shops = match catalogue {
+                Some(id) => vec![commerce::CatalogueId(id)],
+                None => services.commerce.chat_shops(TenantId(tenant)).await?,
+            };
+            let mut reports = Vec::new();
+            for shop in shops {
+                reports.push(services.commerce.check_drift(TenantId(tenant), shop).await?);
+            }
+            let drifted: usize = reports.iter().map(|r| r.drifted).sum();
+            (format!("{drifted} drifted"), json!(reports))
+        }
+        AdminCommand::Sandbox(SandboxCommand::CatalogueEdit { tenant, catalogue, sku, set }) => {
+            let services = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?;
+            let shop = services.commerce.catalogue_ref(TenantId(tenant), commerce::CatalogueId(catalogue)).await?;
+            let item = services.messaging.sandbox_catalogue_edit(TenantId(tenant), &shop, &sku, &set).await?;
+            (item.retailer_id.clone(), json!(item))
+        }
         AdminCommand::Sender(SenderCommand::Add { tenant, channel, kind, value, label, status }) => {
             let new = NewSender { channel, kind, value, label, status };
             let sender = messaging::channels::add_sender(conn, TenantId(tenant), new).await?;
@@ -514,6 +720,7 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             // a sandbox SMS channel with a sender id, and something to spend
             let keyring = crate::keyring(&pool, &config.secrets).await?;
             messaging::channels::ensure_demo(conn, &keyring, TenantId(demo.tenant_id)).await?;
+            messaging::chat::accounts::ensure_demo(conn, &keyring, TenantId(demo.tenant_id)).await?;
             if accounts::wallet::get(conn, TenantId(demo.tenant_id)).await?.balance_minor <= 0 {
                 accounts::wallet::credit(conn, TenantId(demo.tenant_id), DEMO_CREDIT_MINOR, Some("demo credit"))
                     .await?;

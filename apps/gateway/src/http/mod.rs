@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod data;
 pub mod envelope;
+pub mod html;
 pub mod idempotency;
 pub mod json;
 pub mod metrics;

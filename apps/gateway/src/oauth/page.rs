@@ -12,10 +12,9 @@ use actix_web::cookie::{Cookie, SameSite};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, CACHE_CONTROL};
 use actix_web::{HttpRequest, HttpResponse};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 
 use super::{Authorization, AuthorizeParams};
+use crate::http::html::escape;
 
 const SESSION_COOKIE: &str = "__Host-svc_session";
 const CSRF_COOKIE: &str = "__Host-svc_csrf";
@@ -133,7 +132,7 @@ impl Page {
             .insert_header((
                 header::CONTENT_SECURITY_POLICY,
                 format!(
-                    "default-src 'none'; style-src '{}'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'",
+                    "default-src 'none'; style-src {}; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'",
                     style_hash()
                 ),
             ))
@@ -182,23 +181,6 @@ fn hidden(query: &str) -> String {
     )
 }
 
-/// HTML text and attribute escaping; `{` too, so no text can fill the CSRF slot.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '{' => out.push_str("&#123;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Equal, in a time that does not depend on where they differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -206,10 +188,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 fn style_hash() -> &'static str {
     static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        let digest = ring::digest::digest(&ring::digest::SHA256, STYLE.as_bytes());
-        format!("sha256-{}", STANDARD.encode(digest))
-    })
+    HASH.get_or_init(|| crate::http::html::style_source(STYLE))
 }
 
 fn random_token() -> String {

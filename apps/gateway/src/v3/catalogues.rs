@@ -4,7 +4,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use commerce::catalogues::{self, Catalogue, CatalogueChanges, CatalogueSettings};
+use commerce::feeds::{Feed, FeedId, NewFeed};
 use commerce::products::{self as product_list, Product, ProductBody, ProductRef};
+use commerce::publish::{ListingFilter, ProductListing};
 use commerce::stock::{self, Level, LevelFilter, LevelsPush, MovementView, Pushed};
 use commerce::sync::{Batch, Report};
 use commerce::{CatalogueId, SyncId};
@@ -327,4 +329,85 @@ pub async fn inventory(
         }
     }
     Ok(ok(state.commerce.levels(&auth.0, shop(&path)?, &filter, page).await?))
+}
+
+fn feed(raw: &str) -> Result<FeedId, ApiError> {
+    Ok(parse_id(raw, "Feed")?)
+}
+
+/// Make a feed: the shop's products pulled from a CSV or JSON file on a schedule; the first pull
+/// runs at once (its run is `last_sync_id`).
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/feeds", operation_id = "create_feed", tag = "Commerce",
+    params(("catalogue" = i64, Path)), request_body = NewFeed,
+    responses((status = 201, body = Success<Feed>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn create_feed(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Json<NewFeed>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(created(state.commerce.create_feed(&auth.0, shop(&path)?, body.0).await?))
+}
+
+/// The shop's feeds, oldest first (beyond the contract).
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/feeds", operation_id = "list_feeds", tag = "Commerce",
+    params(("catalogue" = i64, Path), PageQuery),
+    responses((status = 200, body = Success<Page<Feed>>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn feeds(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, catalogues::PER_PAGE)?;
+    Ok(ok(state.commerce.list_feeds(&auth.0, shop(&path)?, page).await?))
+}
+
+/// One feed: its schedule, whether it is on, its consecutive failures (beyond the contract).
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/feeds/{feed}", operation_id = "get_feed", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("feed" = i64, Path)),
+    responses((status = 200, body = Success<Feed>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get_feed(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(state.commerce.get_feed(&auth.0, shop(&path.0)?, feed(&path.1)?).await?))
+}
+
+/// Pull a feed now (also one switched off: a pull that succeeds switches it back on); answers
+/// the run, `queued`.
+#[utoipa::path(post, path = "/api/v3/catalogues/{catalogue}/feeds/{feed}/run", operation_id = "run_feed", tag = "Commerce",
+    params(("catalogue" = i64, Path), ("feed" = i64, Path)),
+    responses((status = 202, body = Success<Report>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn run_feed(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let report = state.commerce.run_feed(&auth.0, shop(&path.0)?, feed(&path.1)?).await?;
+    Ok(with_status(StatusCode::ACCEPTED, report))
+}
+
+/// The shop's listings, per product and platform (beyond the contract): filter by `platform`
+/// and `state` to find what a platform blocked, what waits, what drifted; 25 a page.
+#[utoipa::path(get, path = "/api/v3/catalogues/{catalogue}/listings", operation_id = "list_listings", tag = "Commerce",
+    params(("catalogue" = i64, Path), PageQuery, ListingFilter),
+    responses((status = 200, body = Success<Page<ProductListing>>), (status = 404, body = ErrorEnvelope),
+        (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn listings(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    page: web::Query<PageQuery>,
+    filter: web::Query<ListingFilter>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, catalogues::PER_PAGE)?;
+    Ok(ok(state.commerce.listings(&auth.0, shop(&path)?, filter.into_inner(), page).await?))
 }

@@ -1,13 +1,18 @@
 //! The `/api/v3` route tree.
 
 pub mod account;
+pub mod carts;
 pub mod catalogues;
+pub mod chat;
 pub mod contacts;
 pub mod data;
+pub mod forms;
+pub mod groups;
 pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
 pub mod orders;
+pub mod sends;
 pub mod webhooks;
 
 use actix_web::web;
@@ -48,6 +53,61 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/resume").route(web::post().to(messaging::resume_campaign)))
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
+            // chat: added after the permission model, so keys without an issuer are refused
+            .service(web::resource("/shop-links").route(web::post().to(carts::create_link)))
+            .service(web::resource("/carts").route(web::get().to(carts::list)))
+            .service(web::resource("/carts/{ref}").route(web::get().to(carts::get)))
+            .service(web::resource("/chat/send").route(web::post().to(chat::send)))
+            .service(web::resource("/chat/accounts").route(web::get().to(chat::accounts)))
+            .service(web::resource("/chat/conversations").route(web::get().to(chat::conversations)))
+            .service(web::resource("/chat/conversations/{id}").route(web::get().to(chat::conversation)))
+            .service(
+                web::resource("/chat/templates")
+                    .route(web::get().to(chat::templates))
+                    .route(web::post().to(chat::create_template)),
+            )
+            .service(web::resource("/chat/templates/sync").route(web::post().to(chat::sync_templates)))
+            .service(
+                web::resource("/chat/templates/{id}")
+                    .route(web::get().to(chat::template))
+                    .route(web::patch().to(chat::update_template))
+                    .route(web::delete().to(chat::delete_template)),
+            )
+            .service(web::resource("/chat/templates/{id}/submit").route(web::post().to(chat::submit_template)))
+            .service(web::resource("/chat/templates/{id}/refresh").route(web::post().to(chat::refresh_template)))
+            .service(web::resource("/chat/templates/{id}/deployments").route(web::post().to(chat::deploy_template)))
+            .service(
+                web::resource("/chat/groups").route(web::get().to(groups::list)).route(web::post().to(groups::create)),
+            )
+            .service(
+                web::resource("/chat/groups/{id}")
+                    .route(web::get().to(groups::get))
+                    .route(web::patch().to(groups::update))
+                    .route(web::delete().to(groups::delete)),
+            )
+            .service(web::resource("/chat/groups/{id}/invites").route(web::post().to(groups::invite)))
+            .service(web::resource("/chat/groups/{id}/invite-link/reset").route(web::post().to(groups::reset_link)))
+            .service(web::resource("/chat/groups/{id}/join-requests").route(web::get().to(groups::join_requests)))
+            .service(web::resource("/chat/groups/{id}/join-requests/approve").route(web::post().to(groups::approve)))
+            .service(web::resource("/chat/groups/{id}/join-requests/reject").route(web::post().to(groups::reject)))
+            .service(
+                web::resource("/chat/groups/{id}/participants").route(web::delete().to(groups::remove_participants)),
+            )
+            .service(web::resource("/chat/groups/{id}/messages").route(web::post().to(groups::message)))
+            .service(web::resource("/chat/groups/{id}/pin").route(web::post().to(groups::pin)))
+            .service(web::resource("/chat/forms").route(web::post().to(forms::create)))
+            .service(web::resource("/chat/forms/question-types").route(web::get().to(forms::question_types)))
+            .service(
+                web::resource("/chat/forms/{form}")
+                    .route(web::get().to(forms::get))
+                    .route(web::patch().to(forms::update)),
+            )
+            .service(web::resource("/chat/forms/{form}/publish").route(web::post().to(forms::publish)))
+            .service(web::resource("/chat/forms/{form}/send").route(web::post().to(forms::send)))
+            .service(web::resource("/chat/forms/{form}/answers").route(web::get().to(forms::answers)))
+            .service(web::resource("/chat/forms/{form}/deployments").route(web::post().to(forms::deploy)))
+            .service(web::resource("/chat/forms/{form}/deployments/{waba}").route(web::delete().to(forms::undeploy)))
+            .service(web::resource("/chat/{uid}").route(web::get().to(chat::get_message)))
             // leads
             .service(lead_route("/leads").route(web::get().to(leads::list)).route(web::post().to(leads::upsert)))
             .service(
@@ -76,13 +136,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(lead_route("/leads/{lead}/notes").route(web::post().to(leads::add_note)))
             .service(lead_route("/leads/{lead}/assign").route(web::post().to(leads::assign)))
             .service(lead_route("/leads/{lead}/activities").route(web::get().to(leads::activities)))
-            // commerce: the fixed paths (`orders`, `batch`, `by-sku`) before the ids
+            // commerce: the fixed paths (`orders`, `send-*`, `batch`, `by-sku`) before the ids
             .service(
                 web::resource("/catalogues")
                     .route(web::get().to(catalogues::list))
                     .route(web::post().to(catalogues::create)),
             )
             .service(web::resource("/catalogues/orders").route(web::get().to(orders::list)))
+            .service(web::resource("/catalogues/send-product").route(web::post().to(sends::send_product)))
+            .service(web::resource("/catalogues/send-product-list").route(web::post().to(sends::send_product_list)))
+            .service(web::resource("/catalogues/send-catalogue").route(web::post().to(sends::send_catalogue)))
             .service(web::resource("/catalogues/orders/{order}").route(web::get().to(orders::get)))
             .service(web::resource("/catalogues/orders/{order}/status").route(web::put().to(orders::set_status)))
             .service(
@@ -120,6 +183,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(web::resource("/catalogues/{catalogue}/syncs").route(web::get().to(catalogues::syncs)))
             .service(web::resource("/catalogues/{catalogue}/syncs/{sync}").route(web::get().to(catalogues::sync)))
+            .service(
+                web::resource("/catalogues/{catalogue}/feeds")
+                    .route(web::get().to(catalogues::feeds))
+                    .route(web::post().to(catalogues::create_feed)),
+            )
+            .service(web::resource("/catalogues/{catalogue}/feeds/{feed}").route(web::get().to(catalogues::get_feed)))
+            .service(web::resource("/catalogues/{catalogue}/listings").route(web::get().to(catalogues::listings)))
+            .service(
+                web::resource("/catalogues/{catalogue}/feeds/{feed}/run").route(web::post().to(catalogues::run_feed)),
+            )
             // data tables
             .service(web::resource("/data/tables").route(web::get().to(data::tables)))
             .service(web::resource("/data/tables/{table}/schema").route(web::get().to(data::schema)))

@@ -128,7 +128,12 @@ impl CommerceService {
 }
 
 /// The intake's one transaction.
-async fn take(conn: &mut store::Conn, shop: &Shop, order: &OrderIntake, now: OffsetDateTime) -> Result<Order, Error> {
+pub(crate) async fn take(
+    conn: &mut store::Conn,
+    shop: &Shop,
+    order: &OrderIntake,
+    now: OffsetDateTime,
+) -> Result<Order, Error> {
     conn.transaction::<_, Error, _>(async |conn| {
         let created = create(conn, shop, order, now).await?;
         crate::events::order_event(conn, TenantId(shop.tenant_id), &created, "order.received", None, now).await?;
@@ -299,4 +304,130 @@ fn check(body: NewOrder) -> Result<OrderIntake, Error> {
         conversation_id: None,
         lines,
     })
+}
+
+/// Orders customers place from the chat catalogue (contract: Orders from chat, `order.received`):
+/// taken by the shop whose `meta_catalogue_id` is the cart's catalogue (a workspace with one shop
+/// takes them all there), with platform `chat`, the customer's chat id as `customer_handle` and
+/// the conversation; once per message, however often the job runs.
+#[async_trait::async_trait]
+impl messaging::chat::orders::ChatOrders for CommerceService {
+    async fn receive(&self, order: messaging::chat::orders::ChatOrder) -> Result<(), Error> {
+        let tenant = order.tenant_id;
+        let mut conn = self.conn(tenant).await?;
+        let shops: Vec<(i64, Option<String>)> = crate::schema::catalogues::table
+            .filter(crate::schema::catalogues::tenant_id.eq(tenant.0))
+            .select((crate::schema::catalogues::id, crate::schema::catalogues::meta_catalogue_id))
+            .load(&mut conn)
+            .await?;
+        let matched = shops.iter().find(|(_, meta)| meta.is_some() && *meta == order.catalog_id);
+        let shop = match (matched, &shops[..]) {
+            (Some((id, _)), _) | (None, [(id, _)]) => *id,
+            _ => {
+                tracing::warn!(message = order.message_uid, catalog = ?order.catalog_id, "no shop takes this chat order");
+                return Ok(());
+            }
+        };
+        let lines: Vec<IntakeLine> = order
+            .items
+            .iter()
+            .filter(|item| !item.retailer_id.trim().is_empty() && (1..=MAX_QUANTITY).contains(&item.quantity))
+            .take(MAX_LINES)
+            .map(|item| IntakeLine { sku: item.retailer_id.trim().to_owned(), quantity: item.quantity as i32 })
+            .collect();
+        if lines.is_empty() {
+            tracing::warn!(message = order.message_uid, "a chat order without a line this shop can take");
+            return Ok(());
+        }
+        let intake = OrderIntake {
+            platform: "chat".to_owned(),
+            customer_handle: Some(order.customer_chat_id.clone()),
+            customer_name: order.customer_name.clone(),
+            conversation_id: order.conversation_id,
+            lines,
+        };
+        let shop = shop_of(&mut conn, tenant, CatalogueId(shop)).await?;
+        take_once(&mut conn, &shop, &order.message_uid, &intake, self.clock.now()).await?;
+        Ok(())
+    }
+
+    async fn menu(&self, tenant: TenantId, shop: i64) -> Result<Vec<messaging::forms::MenuProduct>, Error> {
+        let mut conn = self.conn(tenant).await?;
+        let shop = shop_of(&mut conn, tenant, CatalogueId(shop)).await.map_err(|_| {
+            Error::field("menu_shop_id", "The menu_shop_id is not a shop of this account (GET /catalogues).")
+        })?;
+        // published: on the shelf, and shown on a platform
+        let rows: Vec<(String, String, i64, Option<i64>, String)> = products::table
+            .filter(products::catalogue_id.eq(shop.id).and(products::retired_at.is_null()))
+            .filter(diesel::dsl::exists(
+                crate::schema::product_listings::table
+                    .filter(crate::schema::product_listings::product_id.eq(products::id))
+                    .filter(crate::schema::product_listings::state.eq_any(["synced", "drifted"])),
+            ))
+            .order(products::id)
+            .limit(messaging::forms::menu::MENU_PRODUCTS_MAX as i64)
+            .select((products::sku, products::name, products::price, products::sale_price, products::currency))
+            .load(&mut conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(sku, name, price, sale, currency)| messaging::forms::MenuProduct {
+                sku,
+                name,
+                price_minor: sale.unwrap_or(price),
+                currency,
+            })
+            .collect())
+    }
+
+    async fn place(
+        &self,
+        shop: i64,
+        order: messaging::chat::orders::ChatOrder,
+    ) -> Result<messaging::chat::orders::PlacedOrder, Error> {
+        let tenant = order.tenant_id;
+        let mut conn = self.conn(tenant).await?;
+        let shop = shop_of(&mut conn, tenant, CatalogueId(shop)).await?;
+        let lines = order
+            .items
+            .iter()
+            .filter(|item| (1..=MAX_QUANTITY).contains(&item.quantity))
+            .take(MAX_LINES)
+            .map(|item| IntakeLine { sku: item.retailer_id.clone(), quantity: item.quantity as i32 })
+            .collect();
+        let intake = OrderIntake {
+            platform: "chat".to_owned(),
+            customer_handle: Some(order.customer_chat_id.clone()),
+            customer_name: order.customer_name.clone(),
+            conversation_id: order.conversation_id,
+            lines,
+        };
+        let placed = match take_once(&mut conn, &shop, &order.message_uid, &intake, self.clock.now()).await? {
+            Answer::Done(order) => serde_json::to_value(order).map_err(Error::internal)?,
+            Answer::Replay(first) => first,
+        };
+        let order_id = placed["id"].as_i64().ok_or_else(|| Error::internal("a placed order without its id"))?;
+        Ok(messaging::chat::orders::PlacedOrder {
+            order_id,
+            order_reference: format!("ORD-{order_id}"),
+            order_total: placed["total_minor"].as_i64().unwrap_or_default(),
+            currency: placed["currency"].as_str().unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+/// Takes an order once per chat message: the message's uid is the key, so a second run of the
+/// job replays the first order.
+async fn take_once(
+    conn: &mut store::Conn,
+    shop: &Shop,
+    message_uid: &str,
+    intake: &OrderIntake,
+    now: OffsetDateTime,
+) -> Result<Answer<Order>, Error> {
+    let caller = Caller::operator(TenantId(shop.tenant_id), "");
+    let key = Key::parse(&format!("chat-order:{message_uid}"))?
+        .ok_or_else(|| Error::internal("a chat order without its message"))?;
+    let request = Request::new(&caller, "commerce.chat_orders", key, &message_uid)?;
+    idempotency::once(conn, now, Some(request), async |conn| take(conn, shop, intake, now).await).await
 }

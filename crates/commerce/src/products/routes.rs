@@ -134,6 +134,9 @@ impl CommerceService {
             let written =
                 write(conn, shop, &[change], Cause { kind: "adjust", cause: "product update", sync_id: None }, now)
                     .await?;
+            if written.publish {
+                crate::publish::queue(conn, shop).await?;
+            }
             let id = <[_]>::first(&written.ids).copied().unwrap_or_default();
             Ok(Put { product: view(conn, shop, id).await?, created })
         })
@@ -152,7 +155,8 @@ impl CommerceService {
         view(&mut conn, &shop, id).await
     }
 
-    /// Takes the product off every platform, then off the shelf (contract: delete). It is
+    /// Takes the product off the shelf and off every platform (contract: delete): the storefront
+    /// at once, the chat catalogue by the publish this queues (docs/api.md, "Publishing"). It is
     /// retired rather than erased, so its movements and the orders naming it keep their history.
     pub async fn delete_product(
         &self,
@@ -166,17 +170,13 @@ impl CommerceService {
         conn.transaction::<_, Error, _>(async |conn| {
             let id = product.resolve(conn, shop.id).await?;
             let before = view(conn, &shop, id).await?;
-            diesel::delete(
-                product_listings::table
-                    .filter(product_listings::tenant_id.eq(shop.tenant_id))
-                    .filter(product_listings::product_id.eq(id)),
-            )
-            .execute(conn)
-            .await?;
             diesel::update(products::table.find(id))
                 .set((products::retired_at.eq(now), products::updated_at.eq(now)))
                 .execute(conn)
                 .await?;
+            if crate::publish::retire(conn, &shop, &[id]).await? {
+                crate::publish::queue(conn, &shop).await?;
+            }
             Ok(before)
         })
         .await

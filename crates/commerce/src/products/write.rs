@@ -118,6 +118,8 @@ pub(crate) struct Cause<'a> {
 pub(crate) struct Written {
     /// The id of each change, in order.
     pub ids: Vec<i64>,
+    /// Chat listings now wait for a publish.
+    pub publish: bool,
 }
 
 #[derive(QueryableByName)]
@@ -227,7 +229,9 @@ pub(crate) async fn write(
         crate::stock::record_counts(conn, &moved_ids, &quantities, why.kind, why.cause, why.sync_id, now).await?;
         crate::stock::check_low(conn, shop, &moved_ids, now).await?;
     }
-    Ok(Written { ids })
+    // every platform shows the new copy: the storefront at once, the chat catalogue once sent
+    let publish = crate::publish::mark(conn, shop, &ids, why.sync_id, now).await?;
+    Ok(Written { ids, publish })
 }
 
 const UNNEST: &str = "unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[],

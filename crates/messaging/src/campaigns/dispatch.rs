@@ -202,6 +202,9 @@ impl MessagingService {
                             scheduled_at: None,
                             created_at: now,
                             updated_at: now,
+                            metadata: None,
+                            template_params: None,
+                            conversation_id: None,
                         }
                     })
                     .collect();

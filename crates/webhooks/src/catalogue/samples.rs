@@ -443,6 +443,7 @@ fn forms() -> Vec<(&'static str, Value)> {
                 "version": 3,
                 "source": "flow",
                 "conversation_id": CONVERSATION_ID,
+                "customer": CUSTOMER_PHONE,
                 "answers": {
                     "full_name": CUSTOMER_NAME,
                     "branch": "kariakoo",
@@ -452,12 +453,19 @@ fn forms() -> Vec<(&'static str, Value)> {
                     "agree_terms": true,
                     "receipt": ["risiti-1042.pdf"]
                 },
+                // what the reply held that the version's rules refused (kept beside the answers)
+                "issues": [],
                 "record": { "id": "a41f6c9e-2d3b-4f8a-9b7c-1e0d5f6a7b8c", "status": "created", "error": null }
             }),
         ),
         (
             "form.status_changed",
-            json!({ "form": form(), "version": 3, "previous_status": "PUBLISHED", "status": "THROTTLED" }),
+            json!({
+                "form": merged(form(), json!({ "status": "published" })),
+                "version": 3,
+                "previous_status": "PUBLISHED",
+                "status": "THROTTLED"
+            }),
         ),
     ]
 }
