@@ -13,6 +13,7 @@ mod framework;
 mod leads;
 mod mcp;
 mod openapi;
+mod payments;
 mod process;
 mod rate_limit;
 mod row_security;

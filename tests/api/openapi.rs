@@ -103,6 +103,8 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/api/v3/webhooks/{webhook}/deliveries", &["get"]),
     ("/api/v3/webhooks/{webhook}/deliveries/{delivery}", &["get"]),
     ("/api/v3/webhooks/{webhook}/deliveries/{delivery}/replay", &["post"]),
+    ("/api/v3/payments", &["get"]),
+    ("/api/v3/payments/{payment}", &["get"]),
     ("/api/v3/data/tables", &["get"]),
     ("/api/v3/data/tables/{table}/schema", &["get"]),
     ("/api/v3/data/tables/{table}/states", &["get"]),
@@ -116,6 +118,7 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/hooks/sms/{token}/delivery", &["post"]),
     ("/hooks/sms/{token}/inbound", &["post"]),
     ("/hooks/chat/{token}", &["get", "post"]),
+    ("/hooks/payments/{token}", &["post"]),
 ];
 
 const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

@@ -250,6 +250,11 @@ where
         Services::new(pool, self.clock.clone(), &self.settings).await.expect("services")
     }
 
+    /// The sandbox mobile-money provider payments go through.
+    pub fn payment_sandbox(&self) -> &providers::PaymentSandbox {
+        self.payments.sandbox().expect("the payments sandbox")
+    }
+
     /// The sandbox every sandbox channel of this app shares.
     pub fn sandbox(&self) -> &providers::Sandbox {
         self.messaging.gateways().sandbox()

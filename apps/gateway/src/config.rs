@@ -48,6 +48,8 @@ pub struct Config {
     pub sandbox_group_delay: std::time::Duration,
     pub messaging: messaging::MessagingConfig,
     pub webhooks: webhooks::WebhooksConfig,
+    /// The mobile-money provider and how long payments wait.
+    pub payments: PaymentsSetup,
     /// The keys that seal secrets at rest (`SVC_SECRETS_KEY`, `SVC_SECRETS_OLD_KEYS`).
     pub secrets: store::secrets::SecretsConfig,
 }
@@ -131,9 +133,56 @@ impl Config {
             sandbox_group_delay: millis("SVC_SANDBOX_GROUP_DELAY_MS", 1_000)?,
             messaging: messaging_config(job_lease)?,
             webhooks: webhooks_config(job_lease)?,
+            payments: payments_setup()?,
             secrets: store::secrets::SecretsConfig::from_vars(var)?,
         })
     }
+}
+
+/// Which mobile-money provider asks payers for money: the sandbox (the default) or M-Pesa.
+#[derive(Debug, Clone)]
+pub enum PaymentProvider {
+    /// Settles by the payer's number after `delay` (docs/operations.md).
+    Sandbox {
+        delay: std::time::Duration,
+    },
+    Mpesa(providers::MpesaConfig),
+}
+
+#[derive(Debug, Clone)]
+pub struct PaymentsSetup {
+    pub provider: PaymentProvider,
+    pub config: payments_read::PaymentsConfig,
+}
+
+fn payments_setup() -> Result<PaymentsSetup, String> {
+    let defaults = payments_read::PaymentsConfig::default();
+    let config = payments_read::PaymentsConfig {
+        push_ttl: seconds("SVC_PAYMENT_PUSH_TTL_SECONDS", defaults.push_ttl.as_secs())?,
+        checkout_ttl: seconds("SVC_PAYMENT_CHECKOUT_TTL_SECONDS", defaults.checkout_ttl.as_secs())?,
+        check_every: seconds("SVC_PAYMENT_CHECK_SECONDS", defaults.check_every.as_secs())?
+            .max(std::time::Duration::from_secs(1)),
+    };
+    let provider = match var("SVC_PAYMENTS_PROVIDER").as_deref() {
+        None | Some("sandbox") => PaymentProvider::Sandbox { delay: millis("SVC_SANDBOX_PAYMENT_DELAY_MS", 1_000)? },
+        Some("mpesa") => {
+            let required = |name: &str| var(name).ok_or_else(|| format!("SVC_PAYMENTS_PROVIDER=mpesa needs {name}"));
+            PaymentProvider::Mpesa(providers::MpesaConfig {
+                base_url: var("SVC_MPESA_BASE_URL")
+                    .unwrap_or_else(|| providers::MpesaConfig::DEFAULT_BASE_URL.to_owned()),
+                consumer_key: required("SVC_MPESA_CONSUMER_KEY")?,
+                consumer_secret: required("SVC_MPESA_CONSUMER_SECRET")?,
+                shortcode: required("SVC_MPESA_SHORTCODE")?,
+                passkey: required("SVC_MPESA_PASSKEY")?,
+                initiator_name: var("SVC_MPESA_INITIATOR_NAME").unwrap_or_default(),
+                security_credential: var("SVC_MPESA_SECURITY_CREDENTIAL").unwrap_or_default(),
+                result_url: var("SVC_MPESA_RESULT_URL").unwrap_or_default(),
+                timeout: millis("SVC_PROVIDER_TIMEOUT_MS", providers::MpesaConfig::DEFAULT_TIMEOUT.as_millis() as u64)?,
+            })
+        }
+        Some(other) => return Err(format!("SVC_PAYMENTS_PROVIDER={other:?}: use sandbox or mpesa")),
+    };
+    Ok(PaymentsSetup { provider, config })
 }
 
 fn http_limits() -> Result<HttpLimits, String> {

@@ -176,6 +176,8 @@ impl Modify for BearerAuth {
         crate::v3::webhooks::replay,
         crate::v3::webhooks::recover,
         crate::v3::webhooks::notifications,
+        crate::v3::payments::list,
+        crate::v3::payments::get,
         crate::v3::data::tables,
         crate::v3::data::schema,
         crate::v3::data::states,
@@ -229,6 +231,7 @@ impl Modify for BearerAuth {
         crate::hooks::inbound,
         crate::hooks::chat_challenge,
         crate::hooks::chat_delivery,
+        crate::hooks::payment_result,
     ),
     components(schemas(ErrorEnvelope, DataErrorEnvelope, DataErrorDetail)),
     modifiers(&BearerAuth, &CrossMemberRules, &Refusable, &EmptyBodies)
@@ -259,7 +262,8 @@ impl Modify for Refusable {
         use utoipa::openapi::path::ParameterIn;
         use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let envelope = if path.starts_with("/api/v3/data/") { "DataErrorEnvelope" } else { "ErrorEnvelope" };
+            let envelope =
+                if crate::http::data::is_native_family(path) { "DataErrorEnvelope" } else { "ErrorEnvelope" };
             let response = |description: &str| {
                 ResponseBuilder::new()
                     .description(description)

@@ -20,6 +20,24 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/hooks/chat/{token}").route(web::get().to(chat_challenge)).route(web::post().to(chat_delivery)),
     );
+    cfg.service(web::resource("/hooks/payments/{token}").route(web::post().to(payment_result)));
+}
+
+/// The mobile-money provider's result of a payment prompt (M-Pesa's STK callback). The token is
+/// the payment's own callback secret, named in the URL the push gave the provider; a result is
+/// taken only for the request that payment sent, and once.
+#[utoipa::path(post, path = "/hooks/payments/{token}", operation_id = "payment_result", tag = "Provider callbacks",
+    params(("token" = String, Path, description = "the payment's callback secret")),
+    request_body(content = Object, description = "the provider's result, as M-Pesa's `Body.stkCallback`"),
+    responses((status = 200, description = "`{ResultCode: 0, ResultDesc: \"Accepted\"}`, as Daraja expects"),
+        (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope)))]
+pub async fn payment_result(
+    state: web::Data<AppState>,
+    token: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    state.payments.callback(&token, &body).await?;
+    Ok(HttpResponse::Ok().json(json!({ "ResultCode": 0, "ResultDesc": "Accepted" })))
 }
 
 fn content_type(req: &HttpRequest) -> &str {

@@ -10,6 +10,7 @@ pub mod http;
 pub mod mcp;
 pub mod oauth;
 pub mod ops;
+pub mod pay;
 pub mod serve;
 pub mod shop;
 pub mod v3;
@@ -49,6 +50,7 @@ pub struct Services {
     pub leads: leads::LeadService,
     pub commerce: commerce::CommerceService,
     pub data: data_tables::DataService,
+    pub payments: payments_read::PaymentService,
     /// Every domain's MCP tools, over the services above.
     pub mcp: std::sync::Arc<::mcp::Catalog>,
     /// The origin people and clients reach the service at (`SVC_PUBLIC_URL`).
@@ -100,6 +102,7 @@ impl Services {
                 .with_form_records(std::sync::Arc::new(FormTables(data.clone())));
         // shops publish through the chat accounts and pull feeds through the webhooks' guard
         let commerce = commerce.with_platforms(messaging.clone(), config.public_url.clone(), config.webhooks.policy)?;
+        let payments = payments(&pool, &clock, config)?;
         let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
             pool,
             contacts: contacts.clone(),
@@ -115,6 +118,7 @@ impl Services {
             leads,
             commerce,
             data,
+            payments,
             mcp,
             public_url: config.public_url.clone(),
             client_documents: std::sync::Arc::new(
@@ -137,8 +141,37 @@ impl Services {
         std::sync::Arc::new(self.leads.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.commerce.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.data.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.payments.clone()).register_jobs(&mut registry);
         registry
     }
+}
+
+/// The payments service over the configured mobile-money provider; the sandbox reads the
+/// service's clock, so a test moving it moves the payer's answer.
+fn payments(
+    pool: &store::Pool,
+    clock: &Clock,
+    config: &config::Config,
+) -> Result<payments_read::PaymentService, kernel::Error> {
+    let provider = match &config.payments.provider {
+        config::PaymentProvider::Sandbox { delay } => {
+            let clock = clock.clone();
+            let now = std::sync::Arc::new(move || std::time::SystemTime::from(clock.now()));
+            let sandbox = providers::PaymentSandbox::new(providers::PaymentSandboxConfig { delay: *delay, now });
+            payments_read::Provider::Sandbox(std::sync::Arc::new(sandbox))
+        }
+        config::PaymentProvider::Mpesa(mpesa) => {
+            let client = providers::http_client().map_err(kernel::Error::internal)?;
+            payments_read::Provider::Mpesa(std::sync::Arc::new(providers::Mpesa::new(client, mpesa.clone())))
+        }
+    };
+    Ok(payments_read::PaymentService::new(
+        pool.clone(),
+        clock.clone(),
+        provider,
+        config.public_url.clone(),
+        config.payments.config.clone(),
+    ))
 }
 
 /// Everything a request may need, shared by every worker thread; the services are reached as
@@ -210,6 +243,7 @@ pub fn app(
         .configure(v3::configure)
         .configure(hooks::configure)
         .configure(shop::configure)
+        .configure(pay::configure)
         // signed file links from data records carry no key
         .service(web::resource("/files/{file}").route(web::get().to(v3::data::download)))
         .default_service(web::to(ops::not_found))

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::http::html::{escape, money, page};
 
-const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1b1f}\
+pub(crate) const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1b1f}\
 h1{font-size:1.6rem;margin-bottom:.2rem}.muted{color:#5c5c66}ul.products{list-style:none;padding:0;display:grid;\
 grid-template-columns:repeat(auto-fill,minmax(14rem,1fr));gap:1rem}li.product{border:1px solid #ddd;border-radius:6px;padding:.8rem}\
 li.product img{width:100%;height:10rem;object-fit:cover;border-radius:4px}.price{font-weight:600}.was{text-decoration:line-through;\
@@ -169,7 +169,9 @@ pub async fn submit_basket(
 async fn basket_answer(state: &AppState, token: &str, status: StatusCode, alert: Option<&str>) -> HttpResponse {
     match state.commerce.basket_page(token).await {
         Ok(basket) => {
-            page(status, &format!("Basket {}", basket.basket.code), STYLE, &render_basket(&basket, token, alert))
+            let mut body = render_basket(&basket, token, alert);
+            body.push_str(&pay_step(state, &basket).await);
+            page(status, &format!("Basket {}", basket.basket.code), STYLE, &body)
         }
         Err(error) if error.is(kernel::ErrorKind::NotFound) => page(
             StatusCode::NOT_FOUND,
@@ -180,6 +182,27 @@ async fn basket_answer(state: &AppState, token: &str, status: StatusCode, alert:
         Err(error) => {
             tracing::error!(error = %error, "the basket page failed");
             page(StatusCode::SERVICE_UNAVAILABLE, "Try again", STYLE, "<h1>Try again in a moment</h1>")
+        }
+    }
+}
+
+/// An ordered basket's pay step: a link to the order's checkout page while money is owed.
+async fn pay_step(state: &AppState, basket: &BasketPage) -> String {
+    let Some(order) = basket.basket.order_id.filter(|_| basket.basket.status == "ordered") else {
+        return String::new();
+    };
+    match state.payments.checkout_for_order(basket.tenant_id, commerce::OrderId(order)).await {
+        // a relative link: the page's own origin, whatever the public URL says
+        Ok(Some(payment)) => match payment.checkout_url.as_ref().and(payment.checkout_token.as_ref()) {
+            Some(token) => {
+                format!("<p><a id=\"pay\" href=\"/pay/{}\">Pay {} now</a></p>", escape(token), escape(&payment.amount))
+            }
+            None => String::new(),
+        },
+        Ok(None) => String::new(),
+        Err(error) => {
+            tracing::error!(error = %error, "the basket's pay step failed");
+            String::new()
         }
     }
 }

@@ -247,6 +247,8 @@ impl Row {
 /// A basket's page, as the customer sees it.
 #[derive(Debug, Clone)]
 pub struct BasketPage {
+    /// Whose basket it is (the gateway asks payments for the order's checkout with it).
+    pub tenant_id: TenantId,
     pub shop: String,
     pub basket: Basket,
     /// What the customer may add (a category's products, the linked one), with prices.
@@ -572,7 +574,7 @@ impl CommerceService {
         let mut conn = self.conn(tenant).await?;
         let shop = shop_of(&mut conn, tenant, CatalogueId(row.catalogue_id)).await?;
         let offer = views(&mut conn, &shop, &row.offer).await?;
-        Ok(BasketPage { shop: shop.name, basket: row.view(&self.public_url), offer })
+        Ok(BasketPage { tenant_id: tenant, shop: shop.name, basket: row.view(&self.public_url), offer })
     }
 
     async fn cart_by_token(&self, token: &str) -> Result<Row, Error> {

@@ -150,6 +150,7 @@ fn sample_order(status: OrderStatus, reserved: [i32; 2]) -> Order {
             state: hold.as_str().to_owned(),
             expires_at: (hold == Hold::Held).then(|| SAMPLE_AT + time::Duration::hours(48)),
         },
+        payment_status: "unpaid".to_owned(),
         created_at: SAMPLE_AT,
         updated_at: SAMPLE_AT,
     }

@@ -3,9 +3,11 @@
 //! the order events.
 
 pub(crate) mod intake;
+mod payment;
 mod status;
 
 pub use intake::{IntakeLine, NewLine, NewOrder, OrderIntake};
+pub use payment::{PAYMENT_STATUSES, Payable, conversation_of, payable, set_payment_status};
 pub use status::{ExpireHold, OrderFilter, StatusChange};
 
 use diesel::prelude::*;
@@ -44,6 +46,7 @@ pub(crate) struct Row {
     pub priced_at: OffsetDateTime,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub payment_status: String,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -114,6 +117,9 @@ pub struct Order {
     #[serde(with = "time::serde::rfc3339")]
     pub priced_at: OffsetDateTime,
     pub reservation: Reservation,
+    /// What its payments did: `unpaid`, `pending` (a payment is being asked for), `paid`,
+    /// `partly_refunded`, `refunded` (docs/api.md, "Payments").
+    pub payment_status: String,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -155,6 +161,7 @@ impl Order {
                 expires_at: (row.hold == Hold::Held).then_some(row.hold_expires_at).flatten(),
                 state: row.hold.as_str().to_owned(),
             },
+            payment_status: row.payment_status,
             created_at: row.created_at,
             updated_at: row.updated_at,
         }

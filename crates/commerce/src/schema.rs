@@ -167,6 +167,7 @@ diesel::table! {
         priced_at -> Timestamptz,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        payment_status -> Text,
     }
 }
 

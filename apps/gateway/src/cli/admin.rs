@@ -90,6 +90,36 @@ pub enum AdminCommand {
     /// The sandbox providers: act as the outside party would.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Payments: ask a payer for an order's money, give money back.
+    #[command(subcommand)]
+    Payment(PaymentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PaymentCommand {
+    /// Ask for an order's money: its checkout link, and with `--phone` a prompt on the payer's
+    /// phone at once. Prints the reference (`--json`: `{id, reference, state, checkout_url}`).
+    Request {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        order: i64,
+        /// The payer's number, any common form (`+255...`, `07...`).
+        #[arg(long)]
+        phone: Option<String>,
+    },
+    /// Give part or all of a settled payment back; prints the refund's reference and state.
+    Refund {
+        #[arg(long)]
+        tenant: i64,
+        /// The payment's id or reference.
+        #[arg(long)]
+        payment: String,
+        #[arg(long)]
+        amount_minor: i64,
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -764,6 +794,29 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let key_id = services.keyring.current_id().to_owned();
             let value = json!({"key_id": key_id, "webhooks": webhooks, "channels": channels, "stored_keys_forgotten": forgotten});
             (key_id, value)
+        }
+        AdminCommand::Payment(command) => {
+            let services = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?;
+            let tenant = TenantId(match &command {
+                PaymentCommand::Request { tenant, .. } | PaymentCommand::Refund { tenant, .. } => *tenant,
+            });
+            let calling_code = accounts::tenants::get(conn, tenant).await?.default_country_code;
+            let operator = kernel::Caller::operator(tenant, calling_code);
+            let source = payments_read::Source::Operator;
+            let payment = match command {
+                PaymentCommand::Request { order, phone, .. } => {
+                    services
+                        .payments
+                        .request_for_order(&operator, commerce::OrderId(order), phone.as_deref(), source)
+                        .await?
+                }
+                PaymentCommand::Refund { payment, amount_minor, reason, .. } => {
+                    services.payments.refund(&operator, &payment, amount_minor, reason.as_deref()).await?
+                }
+            };
+            let value = json!({"id": payment.id, "reference": payment.reference, "state": payment.state,
+                "amount_minor": payment.amount_minor, "checkout_url": payment.checkout_url, "refund_of": payment.refund_of});
+            (format!("{} {}", payment.reference, payment.state), value)
         }
         AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
             let field = leads::fields::remove_field(conn, TenantId(tenant), &key).await?;

@@ -56,10 +56,16 @@ pub fn error_body(error: &Error) -> Value {
     body
 }
 
+/// The route families whose refusals take this shape: data tables, and payments (whose own
+/// success bodies carry no `status` either; docs/api.md, "Payments").
+pub fn is_native_family(path: &str) -> bool {
+    path.starts_with("/api/v3/data/") || path == "/api/v3/payments" || path.starts_with("/api/v3/payments/")
+}
+
 /// A refusal made before any handler (an unreadable query, a NUL in the URL) in the envelope of
-/// the route family the path belongs to: the data routes' own, or v3's.
+/// the route family the path belongs to: the data or payments routes' own, or v3's.
 pub fn refusal(path: &str, error: Error) -> actix_web::Error {
-    if path.starts_with("/api/v3/data/") { DataError(error).into() } else { super::envelope::ApiError(error).into() }
+    if is_native_family(path) { DataError(error).into() } else { super::envelope::ApiError(error).into() }
 }
 
 impl ResponseError for DataError {

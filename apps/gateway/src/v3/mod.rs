@@ -12,6 +12,7 @@ pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
 pub mod orders;
+pub mod payments;
 pub mod sends;
 pub mod webhooks;
 
@@ -54,6 +55,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // chat: added after the permission model, so keys without an issuer are refused
+            .service(web::resource("/payments").route(web::get().to(payments::list)))
+            .service(web::resource("/payments/{payment}").route(web::get().to(payments::get)))
             .service(web::resource("/shop-links").route(web::post().to(carts::create_link)))
             .service(web::resource("/carts").route(web::get().to(carts::list)))
             .service(web::resource("/carts/{ref}").route(web::get().to(carts::get)))
