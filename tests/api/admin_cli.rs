@@ -8,7 +8,8 @@
 use accounts::modules::Module;
 use api_tests::{json, spawn};
 use gateway::cli::admin::{
-    Admin, AdminCommand, KeyCommand, McpConnectionCommand, Switch, TenantCommand, UserCommand, WalletCommand, run,
+    Admin, AdminCommand, AutomationCommand, KeyCommand, McpConnectionCommand, PaymentCommand, Switch, TenantCommand,
+    UserCommand, WalletCommand, run,
 };
 use kernel::{ErrorKind, TenantId};
 use serde_json::Value;
@@ -439,4 +440,111 @@ async fn user_set_login_reads_the_password_from_stdin_and_keeps_only_its_hash() 
     assert!(String::from_utf8_lossy(&out.stderr).contains("Another user signs in with this email"), "{out:?}");
     let out = set_login(url, tenant, other, "juma@duka.example", "another long secret", false).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "juma@duka.example");
+}
+
+#[actix_web::test]
+async fn payment_request_prints_the_reference_and_refund_gives_money_back() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let acme = app.account("payments.view,communications.catalogue.view,communications.catalogue.manage").await;
+    let shop = crate::commerce::support::shop(&app, &acme.key, "external").await;
+    crate::commerce::support::put_product(&app, &acme.key, shop, "K-1", json!({"name": "Kahawa", "price": 450_000}))
+        .await;
+    let order = crate::commerce::support::order(&app, &acme.key, shop, json!([{"sku": "K-1", "quantity": 2}])).await;
+    let order = order["id"].as_i64().expect("an order");
+    let request = |phone: Option<&str>| {
+        AdminCommand::Payment(PaymentCommand::Request { tenant: acme.tenant.0, order, phone: phone.map(str::to_owned) })
+    };
+
+    let draft = admin_json(url, request(None)).await;
+    let reference = draft["reference"].as_str().expect("a reference").to_owned();
+    assert!(draft["id"].as_str().is_some_and(|id| id.len() == 36), "{draft}");
+    assert_eq!((draft["state"].as_str(), draft["amount_minor"].as_i64()), (Some("draft"), Some(900_000)));
+    assert!(draft["checkout_url"].as_str().is_some_and(|u| u.contains("/pay/")), "{draft}");
+    // asked again with a number: the same payment, now waiting for the payer
+    let out = admin(url, request(Some("+255712345678"))).await.expect("request");
+    assert_eq!(out, format!("{reference} pending"));
+    app.run_jobs().await;
+    app.advance(Duration::seconds(1)).await;
+    let paid = app.get(&format!("/api/v3/payments/{reference}"), &acme.key).await;
+    assert_eq!(paid.body["data"]["state"], "paid", "{}", paid.body);
+
+    let refund = |amount_minor: i64| {
+        AdminCommand::Payment(PaymentCommand::Refund {
+            tenant: acme.tenant.0,
+            payment: reference.clone(),
+            amount_minor,
+            reason: Some("one bag was torn".into()),
+        })
+    };
+    let refunded = admin_json(url, refund(450_000)).await;
+    assert_eq!(
+        (refunded["state"].as_str(), refunded["refund_of"].as_str()),
+        (Some("paid"), paid.body["data"]["id"].as_str())
+    );
+    let error = admin(url, refund(450_001)).await.expect_err("more than is left");
+    assert_eq!(error.kind, ErrorKind::Validation);
+    let read = app.get(&format!("/api/v3/payments/{reference}"), &acme.key).await.body["data"].clone();
+    assert_eq!((read["state"].as_str(), read["refundable_minor"].as_i64()), (Some("partly_refunded"), Some(450_000)));
+    assert_eq!(read["refunds"][0]["reason"], "one bag was torn");
+    let other = app.account("payments.view").await;
+    let error = admin(
+        url,
+        AdminCommand::Payment(PaymentCommand::Refund {
+            tenant: other.tenant.0,
+            payment: reference.clone(),
+            amount_minor: 1,
+            reason: None,
+        }),
+    )
+    .await
+    .expect_err("another tenant's payment");
+    assert_eq!(error.kind, ErrorKind::NotFound);
+}
+
+#[actix_web::test]
+async fn automation_subscribe_prints_the_secret_once_and_schedule_the_next_run() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let acme = app.account("automations.view").await;
+    let subscribe = AdminCommand::Automation(AutomationCommand::Subscribe {
+        tenant: acme.tenant.0,
+        events: "order.paid, lead.created".into(),
+        url: "https://hooks.example.com/automations".into(),
+    });
+    let out = admin(url, subscribe).await.expect("subscribe");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "the id, then the secret: {out:?}");
+    assert!(lines[1].starts_with("whsec_"), "{out}");
+    let listed = app.get("/api/v3/automations/subscriptions", &acme.key).await.body;
+    assert_eq!(listed["subscriptions"][0]["id"].as_i64(), lines[0].parse().ok());
+    assert_eq!(listed["subscriptions"][0]["events"], json!(["order.paid", "lead.created"]));
+    assert!(!listed.to_string().contains("whsec_"), "the secret is not read back");
+
+    let schedule = AdminCommand::Automation(AutomationCommand::Schedule {
+        tenant: acme.tenant.0,
+        cron: "0 6 * * *".into(),
+        operation: None,
+        input: None,
+        event: Some("scheduled.morning_report".into()),
+    });
+    let made = admin_json(url, schedule).await;
+    assert_eq!((made["event"].as_str(), made["cron"].as_str()), (Some("scheduled.morning_report"), Some("0 6 * * *")));
+    let next = OffsetDateTime::parse(made["next_run_at"].as_str().expect("next_run_at"), &Rfc3339).expect("a time");
+    assert_eq!((next.hour(), next.minute(), next.second()), (6, 0, 0));
+    assert!(next > OffsetDateTime::now_utc() && next <= OffsetDateTime::now_utc() + Duration::days(1));
+    let operation = AdminCommand::Automation(AutomationCommand::Schedule {
+        tenant: acme.tenant.0,
+        cron: "0 6 * * *".into(),
+        operation: Some("restock".into()),
+        input: Some("{\"sku\": \"K-1\"}".into()),
+        event: None,
+    });
+    assert_eq!(admin(url, operation).await.expect_err("no operations yet").kind, ErrorKind::Validation);
+    let id = made["id"].as_str().and_then(|id| id.parse().ok()).expect("a uuid");
+    let removed = admin(url, AdminCommand::Automation(AutomationCommand::Unschedule { tenant: acme.tenant.0, id }))
+        .await
+        .expect("unschedule");
+    assert_eq!(removed, id.to_string());
+    assert_eq!(app.get("/api/v3/automations/schedules", &acme.key).await.body, json!({"schedules": []}));
 }

@@ -3,6 +3,7 @@
 mod account;
 mod admin_cli;
 mod auth;
+mod automations;
 mod chat;
 mod commerce;
 mod contacts;

@@ -51,6 +51,7 @@ pub struct Services {
     pub commerce: commerce::CommerceService,
     pub data: data_tables::DataService,
     pub payments: payments_read::PaymentService,
+    pub automations: automations::AutomationService,
     /// Every domain's MCP tools, over the services above.
     pub mcp: std::sync::Arc<::mcp::Catalog>,
     /// The origin people and clients reach the service at (`SVC_PUBLIC_URL`).
@@ -103,6 +104,13 @@ impl Services {
         // shops publish through the chat accounts and pull feeds through the webhooks' guard
         let commerce = commerce.with_platforms(messaging.clone(), config.public_url.clone(), config.webhooks.policy)?;
         let payments = payments(&pool, &clock, config)?;
+        // callbacks go through the webhooks' address guard, with their timeout
+        let automations = automations::AutomationService::new(
+            pool.clone(),
+            clock.clone(),
+            keyring.clone(),
+            automations::AutomationsConfig { policy: config.webhooks.policy, timeout: config.webhooks.timeout },
+        )?;
         let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
             pool,
             contacts: contacts.clone(),
@@ -110,6 +118,7 @@ impl Services {
             leads: leads.clone(),
             commerce: commerce.clone(),
             data: data.clone(),
+            payments: payments.clone(),
         }));
         Ok(Self {
             contacts,
@@ -119,6 +128,7 @@ impl Services {
             commerce,
             data,
             payments,
+            automations,
             mcp,
             public_url: config.public_url.clone(),
             client_documents: std::sync::Arc::new(
@@ -142,6 +152,7 @@ impl Services {
         std::sync::Arc::new(self.commerce.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.data.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.payments.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.automations.clone()).register_jobs(&mut registry);
         registry
     }
 }

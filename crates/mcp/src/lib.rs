@@ -18,6 +18,7 @@ pub mod leads;
 pub mod messaging;
 pub mod navigate;
 pub mod orders;
+pub mod payments;
 pub mod scopes;
 pub mod servers;
 pub mod shop;
@@ -45,6 +46,7 @@ pub struct Domains {
     pub leads: ::leads::LeadService,
     pub commerce: ::commerce::CommerceService,
     pub data: data_tables::DataService,
+    pub payments: payments_read::PaymentService,
 }
 
 /// Every domain's tools, in the order `tools/list` shows them.
@@ -60,6 +62,7 @@ pub fn all_tools() -> Vec<Tool> {
         orders::tools(),
         shop::tools(),
         data::tools(),
+        payments::tools(),
         account::tools(),
         navigate::tools(),
     ]

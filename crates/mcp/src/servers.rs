@@ -26,7 +26,7 @@ pub const SERVERS: &[Server] = &[
     server!("flows", "mcp:builders", "Conversation flows: read, publish, sessions."),
     server!("data", "mcp:data", "Data tables: schema, records, states, history, overviews."),
     server!("approvals", "mcp:approvals", "Approvals waiting on a person."),
-    server!("payments", "mcp:payments", "Payments and reconciliation (read only)."),
+    server!("payments", "mcp:payments", "Payments of orders: list and read them (read only)."),
     server!("automations", "mcp:automations", "Automations (read only)."),
     server!("alerts", "mcp:alerts", "Alerts."),
     server!("operations", "mcp:operations", "Named operations."),

@@ -12,6 +12,7 @@ mod groups_forms;
 mod messaging;
 mod oauth;
 mod orders;
+mod payments;
 mod publishing;
 mod shop;
 mod support;

@@ -9,6 +9,6 @@ mod fan_out;
 mod pausing;
 mod registration;
 mod schedule;
-mod support;
+pub(crate) mod support;
 mod test_sends;
 mod updates;

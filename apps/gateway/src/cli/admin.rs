@@ -93,6 +93,54 @@ pub enum AdminCommand {
     /// Payments: ask a payer for an order's money, give money back.
     #[command(subcommand)]
     Payment(PaymentCommand),
+    /// Automations: subscriptions that post business events to a callback, and schedules.
+    #[command(subcommand)]
+    Automation(AutomationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AutomationCommand {
+    /// Post the named business events to `--url`, signed (Standard Webhooks). Prints the id and
+    /// the secret, shown this once (`--json`: `{id, secret, events, url}`).
+    Subscribe {
+        #[arg(long)]
+        tenant: i64,
+        /// Comma-separated event names (`order.paid,lead.created`).
+        #[arg(long)]
+        events: String,
+        #[arg(long)]
+        url: String,
+    },
+    /// Remove a subscription and its waiting callbacks.
+    Unsubscribe {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        id: i64,
+    },
+    /// Emit a `scheduled.<word>` event (or run a named operation) on a cron expression, in UTC.
+    /// Prints the id (`--json`: the schedule, with `next_run_at`).
+    Schedule {
+        #[arg(long)]
+        tenant: i64,
+        /// Five fields (minute hour day-of-month month day-of-week), or six with seconds first.
+        #[arg(long)]
+        cron: String,
+        #[arg(long, conflicts_with = "event", required_unless_present = "event")]
+        operation: Option<String>,
+        /// The operation's input, as JSON.
+        #[arg(long, requires = "operation")]
+        input: Option<String>,
+        #[arg(long)]
+        event: Option<String>,
+    },
+    /// Remove a schedule.
+    Unschedule {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        id: uuid::Uuid,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -817,6 +865,39 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
             let value = json!({"id": payment.id, "reference": payment.reference, "state": payment.state,
                 "amount_minor": payment.amount_minor, "checkout_url": payment.checkout_url, "refund_of": payment.refund_of});
             (format!("{} {}", payment.reference, payment.state), value)
+        }
+        AdminCommand::Automation(command) => {
+            let automations = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?.automations;
+            match command {
+                AutomationCommand::Subscribe { tenant, events, url } => {
+                    let events: Vec<String> = events.split(',').map(str::to_owned).collect();
+                    let made = automations.subscribe(TenantId(tenant), &events, &url, "operator").await?;
+                    (format!("{}\n{}", made.id, made.secret), json!(made))
+                }
+                AutomationCommand::Unsubscribe { tenant, id } => {
+                    automations.unsubscribe(TenantId(tenant), id).await?;
+                    (id.to_string(), json!({"id": id, "removed": true}))
+                }
+                AutomationCommand::Schedule { tenant, cron, operation, input, event } => {
+                    let target = match (operation, event) {
+                        (Some(name), _) => {
+                            let input = match input {
+                                Some(raw) => serde_json::from_str(&raw)
+                                    .map_err(|e| Error::field("input", format!("The input is not JSON: {e}")))?,
+                                None => json!({}),
+                            };
+                            automations::schedules::Target::Operation { name, input }
+                        }
+                        (None, event) => automations::schedules::Target::Event(event.unwrap_or_default()),
+                    };
+                    let schedule = automations.schedule(TenantId(tenant), &cron, target, "operator").await?;
+                    (schedule.id.to_string(), json!(schedule))
+                }
+                AutomationCommand::Unschedule { tenant, id } => {
+                    automations.unschedule(TenantId(tenant), id).await?;
+                    (id.to_string(), json!({"id": id, "removed": true}))
+                }
+            }
         }
         AdminCommand::LeadField(LeadFieldCommand::Remove { tenant, key }) => {
             let field = leads::fields::remove_field(conn, TenantId(tenant), &key).await?;

@@ -56,10 +56,12 @@ pub fn error_body(error: &Error) -> Value {
     body
 }
 
-/// The route families whose refusals take this shape: data tables, and payments (whose own
-/// success bodies carry no `status` either; docs/api.md, "Payments").
+/// The route families whose refusals take this shape: data tables, payments and automations
+/// (whose own success bodies carry no `status` either; docs/api.md, "Payments").
 pub fn is_native_family(path: &str) -> bool {
-    path.starts_with("/api/v3/data/") || path == "/api/v3/payments" || path.starts_with("/api/v3/payments/")
+    ["/api/v3/data/", "/api/v3/payments", "/api/v3/automations/"].iter().any(|prefix| {
+        path.strip_prefix(prefix).is_some_and(|rest| prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/'))
+    })
 }
 
 /// A refusal made before any handler (an unreadable query, a NUL in the URL) in the envelope of

@@ -1,6 +1,7 @@
 //! The `/api/v3` route tree.
 
 pub mod account;
+pub mod automations;
 pub mod carts;
 pub mod catalogues;
 pub mod chat;
@@ -55,6 +56,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
             // chat: added after the permission model, so keys without an issuer are refused
+            .service(web::resource("/automations/events").route(web::get().to(automations::events)))
+            .service(web::resource("/automations/subscriptions").route(web::get().to(automations::subscriptions)))
+            .service(web::resource("/automations/schedules").route(web::get().to(automations::schedules)))
             .service(web::resource("/payments").route(web::get().to(payments::list)))
             .service(web::resource("/payments/{payment}").route(web::get().to(payments::get)))
             .service(web::resource("/shop-links").route(web::post().to(carts::create_link)))
