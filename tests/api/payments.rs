@@ -643,3 +643,49 @@ async fn the_customer_pays_an_ordered_basket_from_its_checkout_page() {
     assert!(!page.body.as_str().unwrap_or_default().contains("/pay/"), "{}", page.body);
     assert_eq!(app.send(TestRequest::get().uri(&format!("/pay/{}", "a".repeat(32)))).await.status, 404);
 }
+
+#[actix_web::test]
+async fn a_customer_pays_from_the_checkout_page_in_a_real_browser() {
+    use fantoccini::Locator;
+
+    let app = spawn().await;
+    let server = app.listen();
+    let acme = app.account(CASHIER).await;
+    let order = order_of(&app, &acme.key, 2).await;
+    let draft = request(&app, acme.tenant, order, None).await;
+    let token = draft.checkout_token.clone().expect("a checkout token");
+
+    let browser = api_tests::browser::Browser::start().await;
+    browser.goto(&format!("{}/pay/{token}", server.url)).await.expect("open the checkout page");
+    let heading = browser.wait().for_element(Locator::Css("h1")).await.expect("the page");
+    assert_eq!(heading.text().await.expect("text"), "Amina Juma, your payment");
+    let amount = browser.find(Locator::Id("amount")).await.expect("the amount").text().await.expect("text");
+    assert_eq!(amount, "TZS 9,000.00");
+    browser.find(Locator::Id("phone")).await.expect("the number").send_keys("0712 345 678").await.expect("type");
+    browser
+        .find(Locator::XPath("//button[starts-with(text(), 'Pay')]"))
+        .await
+        .expect("the button")
+        .click()
+        .await
+        .expect("click");
+    let status = browser.wait().for_element(Locator::Id("status")).await.expect("the status");
+    assert!(status.text().await.expect("text").contains("Approve it on your phone"));
+
+    // the payer approves; the page, reloading itself, shows the payment settled
+    app.run_jobs().await;
+    app.advance(ANSWER).await;
+    let paid = browser
+        .wait()
+        .at_most(std::time::Duration::from_secs(15))
+        .for_element(Locator::Css("p#status.done"))
+        .await
+        .expect("the page follows the payment to paid");
+    let text = paid.text().await.expect("text");
+    browser.close().await;
+    let payment = read(&app, &acme.key, &draft.reference).await;
+    assert_eq!(payment["state"], "paid");
+    let receipt = payment["provider_receipt"].as_str().unwrap_or_default();
+    assert_eq!(text, format!("Paid. Thank you! Receipt {receipt}."));
+    assert_eq!(payment["payer"], "+255712345678");
+}

@@ -13,7 +13,8 @@
 //! with the admin CLI (see [`data_tables`]); the chat workloads (a text send; inbound webhook
 //! deliveries) the tenant's chat account (see [`chat`]); the publishing workloads (a 5,000-product
 //! publish to a chat catalogue served by a fake Graph API; a drift check over 50,000 listings with
-//! the admin CLI) their own chat accounts and shops (see [`publishing`]). `--only N` runs workload N alone (and
+//! the admin CLI) their own chat accounts and shops (see [`publishing`]); the payments list its
+//! 100,000 payments written by SQL (see [`payments`]). `--only N` runs workload N alone (and
 //! loads no contacts when it reads none). `--check` compares each API/raw ratio with the committed
 //! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
 //! database's time went (see [`explain`]).
@@ -31,6 +32,7 @@ mod explain;
 mod groups_forms;
 mod load;
 mod mcp;
+mod payments;
 mod publishing;
 mod report;
 mod sql;
@@ -126,6 +128,8 @@ enum Work {
     GroupSend,
     /// Signed chat webhook deliveries, one form reply each (see [`groups_forms`]).
     FormAnswer,
+    /// `GET /payments?per_page=100` over 100,000 payments loaded by SQL (see [`payments`]).
+    PaymentsPage,
 }
 
 impl Work {
@@ -146,6 +150,7 @@ impl Work {
                 | Self::DriftCheck
                 | Self::GroupSend
                 | Self::FormAnswer
+                | Self::PaymentsPage
         )
     }
 }
@@ -194,7 +199,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 20] = [
+static WORKLOADS: [Workload; 21] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -476,6 +481,20 @@ static WORKLOADS: [Workload; 20] = [
         max_seconds: None,
         open_loop_p99_ms: None,
         raw_sql: groups_forms::RAW_FORM_ANSWER,
+    },
+    Workload {
+        number: 21,
+        name: "GET /payments page of 100 from 100,000 payments",
+        work: Work::PaymentsPage,
+        connections: report::CONNECTIONS,
+        // issue 20; what the list rows (12's pages) aim for
+        min_ratio: Some(0.5),
+        min_rate: None,
+        max_p99_ms: Some(data_tables::PAGE_P99_LIMIT_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: payments::RAW_LIST,
     },
 ];
 
@@ -774,6 +793,7 @@ async fn measure(
             Work::ChatInbound => vec![run.chat_inbound(workload).await?],
             Work::GroupSend => vec![run.group_send(workload).await?],
             Work::FormAnswer => vec![run.form_answer(workload).await?],
+            Work::PaymentsPage => vec![run.payments_page(workload).await?],
             Work::ChatPublish | Work::DriftCheck => {
                 let (outcome, note) = if workload.work == Work::ChatPublish {
                     run.chat_publish(workload).await?
@@ -937,7 +957,8 @@ impl Run<'_> {
             | Work::ChatPublish
             | Work::DriftCheck
             | Work::GroupSend
-            | Work::FormAnswer => 0,
+            | Work::FormAnswer
+            | Work::PaymentsPage => 0,
         })
     }
 
@@ -1057,10 +1078,11 @@ impl Run<'_> {
             | Work::ChatPublish
             | Work::DriftCheck
             | Work::GroupSend
-            | Work::FormAnswer => {
+            | Work::FormAnswer
+            | Work::PaymentsPage => {
                 return Err(
-                    "the campaign, webhook, commerce, data-table, MCP, chat and publishing workloads run on their own \
-                     (see measure)"
+                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing and payments workloads run on \
+                     their own (see measure)"
                         .into(),
                 );
             }
@@ -1117,10 +1139,11 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
         | Work::ChatPublish
         | Work::DriftCheck
         | Work::GroupSend
-        | Work::FormAnswer => {
+        | Work::FormAnswer
+        | Work::PaymentsPage => {
             return Err(
-                "the campaign, webhook, commerce, data-table, MCP, inbound chat and publishing workloads run on their \
-                 own (see measure)"
+                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing and payments workloads \
+                 run on their own (see measure)"
                     .into(),
             );
         }

@@ -119,6 +119,7 @@ impl Services {
             commerce: commerce.clone(),
             data: data.clone(),
             payments: payments.clone(),
+            automations: automations.clone(),
         }));
         Ok(Self {
             contacts,

@@ -8,6 +8,7 @@
 //! (`kernel::body::parse`) and runs the service method of the REST route.
 
 pub mod account;
+pub mod automations;
 pub mod contacts;
 pub mod content;
 pub mod data;
@@ -47,6 +48,7 @@ pub struct Domains {
     pub commerce: ::commerce::CommerceService,
     pub data: data_tables::DataService,
     pub payments: payments_read::PaymentService,
+    pub automations: ::automations::AutomationService,
 }
 
 /// Every domain's tools, in the order `tools/list` shows them.
@@ -63,6 +65,7 @@ pub fn all_tools() -> Vec<Tool> {
         shop::tools(),
         data::tools(),
         payments::tools(),
+        automations::tools(),
         account::tools(),
         navigate::tools(),
     ]

@@ -27,7 +27,11 @@ pub const SERVERS: &[Server] = &[
     server!("data", "mcp:data", "Data tables: schema, records, states, history, overviews."),
     server!("approvals", "mcp:approvals", "Approvals waiting on a person."),
     server!("payments", "mcp:payments", "Payments of orders: list and read them (read only)."),
-    server!("automations", "mcp:automations", "Automations (read only)."),
+    server!(
+        "automations",
+        "mcp:automations",
+        "Automations: the business-event log, event types, callback subscriptions and cron schedules."
+    ),
     server!("alerts", "mcp:alerts", "Alerts."),
     server!("operations", "mcp:operations", "Named operations."),
     server!("studio", "mcp:studio", "Studio."),

@@ -42,17 +42,6 @@ where
     payment.reference
 }
 
-/// `GET {path}` through REST, 200 expected: the whole body (the payments' own envelope).
-async fn rest_body<S, B>(app: &TestApp<S>, key: &str, path: &str) -> Value
-where
-    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
-    B: MessageBody,
-{
-    let res = app.get(path, key).await;
-    assert_eq!(res.status, 200, "{path}: {}", res.body);
-    res.body
-}
-
 /// The references a list answer holds.
 fn references(list: &Value) -> Vec<String> {
     list["data"]

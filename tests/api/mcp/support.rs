@@ -174,6 +174,17 @@ where
     res.data().clone()
 }
 
+/// `GET {path}` through REST, 200 expected: the whole body (for envelopes without `data`).
+pub(crate) async fn rest_body<S, B>(app: &TestApp<S>, key: &str, path: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(path, key).await;
+    assert_eq!(res.status, 200, "{path}: {}", res.body);
+    res.body
+}
+
 /// A refusal's `code`.
 #[track_caller]
 pub(crate) fn assert_code(error: &Value, code: &str) {
