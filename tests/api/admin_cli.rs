@@ -8,8 +8,8 @@
 use accounts::modules::Module;
 use api_tests::{json, spawn};
 use gateway::cli::admin::{
-    Admin, AdminCommand, AutomationCommand, KeyCommand, McpConnectionCommand, PaymentCommand, Switch, TenantCommand,
-    UserCommand, WalletCommand, run,
+    Admin, AdminCommand, AutomationCommand, KeyCommand, McpConnectionCommand, OperationCommand, PaymentCommand, Switch,
+    TenantCommand, UserCommand, WalletCommand, run,
 };
 use kernel::{ErrorKind, TenantId};
 use serde_json::Value;
@@ -540,11 +540,57 @@ async fn automation_subscribe_prints_the_secret_once_and_schedule_the_next_run()
         input: Some("{\"sku\": \"K-1\"}".into()),
         event: None,
     });
-    assert_eq!(admin(url, operation).await.expect_err("no operations yet").kind, ErrorKind::Validation);
+    assert_eq!(admin(url, operation).await.expect_err("no such operation").kind, ErrorKind::Validation);
     let id = made["id"].as_str().and_then(|id| id.parse().ok()).expect("a uuid");
     let removed = admin(url, AdminCommand::Automation(AutomationCommand::Unschedule { tenant: acme.tenant.0, id }))
         .await
         .expect("unschedule");
     assert_eq!(removed, id.to_string());
     assert_eq!(app.get("/api/v3/automations/schedules", &acme.key).await.body, json!({"schedules": []}));
+}
+
+#[actix_web::test]
+async fn operation_apply_defines_an_operation_a_schedule_may_run_and_remove_removes_it() {
+    let app = spawn().await;
+    let url = app.db.url();
+    let acme = app.account("operations.run,automations.view,leads.view,leads.edit").await;
+    let dir = std::env::temp_dir().join(format!("operation-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let file = dir.join("qualify.json");
+    let definition = json!({
+        "name": "qualify", "inputs": [{"name": "phone", "type": "phone"}],
+        "steps": [{"id": "lead", "action": "create_lead", "with": {"phone": "{{inputs.phone}}", "stage": "qualified"}}]
+    });
+    std::fs::write(&file, definition.to_string()).expect("written");
+    let apply = || AdminCommand::Operation(OperationCommand::Apply { tenant: acme.tenant.0, file: file.clone() });
+    assert_eq!(admin(url, apply()).await.expect("apply"), "qualify 1 created");
+    assert_eq!(admin_json(url, apply()).await, json!({"name": "qualify", "version": 1, "outcome": "unchanged"}));
+    let listed = app.get("/api/v3/operations", &acme.key).await;
+    assert_eq!(listed.data()[0]["name"], "qualify", "{}", listed.body);
+
+    // a definition naming a step that does not come before is refused by its path
+    let bad = json!({"name": "qualify", "steps": [{"id": "a", "action": "set_lead_stage",
+        "with": {"lead": "{{steps.b.id}}", "stage": "won"}}]});
+    std::fs::write(&file, bad.to_string()).expect("written");
+    let error = admin(url, apply()).await.expect_err("refused");
+    assert!(error.errors.contains_key("steps[0].with.lead"), "{error:?}");
+    std::fs::write(&file, "not json").expect("written");
+    assert!(admin(url, apply()).await.expect_err("not JSON").errors.contains_key("file"));
+
+    // a schedule may run it now
+    let schedule = AdminCommand::Automation(AutomationCommand::Schedule {
+        tenant: acme.tenant.0,
+        cron: "0 6 * * *".into(),
+        operation: Some("qualify".into()),
+        input: Some("{\"phone\": \"0712345678\"}".into()),
+        event: None,
+    });
+    let made = admin_json(url, schedule).await;
+    assert_eq!((made["operation"].as_str(), made["input"].clone()), (Some("qualify"), json!({"phone": "0712345678"})));
+
+    let remove = || AdminCommand::Operation(OperationCommand::Remove { tenant: acme.tenant.0, name: "qualify".into() });
+    assert_eq!(admin(url, remove()).await.expect("removed"), "qualify");
+    assert_eq!(admin(url, remove()).await.expect_err("gone").kind, ErrorKind::NotFound);
+    assert_eq!(app.get("/api/v3/operations/qualify", &acme.key).await.status, 404);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -14,6 +14,7 @@ mod framework;
 mod leads;
 mod mcp;
 mod openapi;
+mod operations;
 mod payments;
 mod process;
 mod rate_limit;

@@ -110,7 +110,14 @@ impl Services {
             clock.clone(),
             keyring.clone(),
             automations::AutomationsConfig { policy: config.webhooks.policy, timeout: config.webhooks.timeout },
-        )?;
+        )?
+        // named operations' steps act through the domain services
+        .with_steps(automations::operations::Steps {
+            leads: leads.clone(),
+            data: data.clone(),
+            commerce: commerce.clone(),
+            messaging: messaging.clone(),
+        });
         let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
             pool,
             contacts: contacts.clone(),

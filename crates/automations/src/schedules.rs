@@ -1,4 +1,4 @@
-//! Schedules: a business event emitted on a cron expression (UTC). Made by the operator
+//! Schedules: a business event emitted, or a named operation run, on a cron expression (UTC). Made by the operator
 //! (`gateway admin automation schedule`) and by MCP tools, read by keys
 //! (`GET /automations/schedules`).
 //!
@@ -109,7 +109,8 @@ impl AutomationService {
 
     /// A new schedule of `tenant`, its first firing queued. 422 naming `cron` for a bad
     /// expression, `event` for a name other than `scheduled.<word>`, `operation` for one the
-    /// workspace has not defined; 409 past 100 schedules.
+    /// workspace has not defined, `input.<name>` for an input the operation would refuse;
+    /// 409 past 100 schedules.
     pub async fn schedule(
         &self,
         tenant: TenantId,
@@ -119,6 +120,7 @@ impl AutomationService {
     ) -> Result<Schedule, Error> {
         let now = self.clock.now();
         let next = next_after(cron, now)?;
+        let mut conn = self.conn(tenant).await?;
         let (event, operation, input): (Option<String>, Option<String>, Option<serde_json::Value>) = match target {
             Target::Event(name) => {
                 let name = name.trim().to_lowercase();
@@ -130,12 +132,18 @@ impl AutomationService {
                 }
                 (Some(name), None, None)
             }
-            // named operations are defined per workspace; none is defined yet
-            Target::Operation { name, .. } => {
-                return Err(Error::field("operation", format!("This workspace defines no operation named {name:?}.")));
+            // the operation must exist, and the input must read against it now
+            Target::Operation { name, input } => {
+                let name = name.trim().to_owned();
+                let stored = crate::operations::find(&mut conn, tenant, &name).await.map_err(|_| {
+                    Error::field("operation", format!("This workspace defines no operation named {name:?}."))
+                })?;
+                let definition: crate::operations::Definition =
+                    serde_json::from_value(stored.definition).map_err(Error::internal)?;
+                definition.read_input(&input)?;
+                (None, Some(name), Some(input))
             }
         };
-        let mut conn = self.conn(tenant).await?;
         conn.transaction::<_, Error, _>(async |conn| {
             let made: Option<Schedule> = diesel::sql_query(format!(
                 "INSERT INTO automation_schedules (id, tenant_id, cron, event, operation, input, next_run_at, created_by,
@@ -195,9 +203,13 @@ impl AutomationService {
                 cron: String,
                 #[diesel(sql_type = Nullable<Text>)]
                 event: Option<String>,
+                #[diesel(sql_type = Nullable<Text>)]
+                operation: Option<String>,
+                #[diesel(sql_type = Nullable<Jsonb>)]
+                input: Option<serde_json::Value>,
             }
             let row: Option<Due> = diesel::sql_query(
-                "SELECT cron, event FROM automation_schedules
+                "SELECT cron, event, operation, input FROM automation_schedules
                  WHERE tenant_id = $1 AND id = $2 AND next_run_at = $3 FOR UPDATE",
             )
             .bind::<BigInt, _>(tenant.0)
@@ -225,6 +237,13 @@ impl AutomationService {
                 let due_at = due.format(&time::format_description::well_known::Rfc3339).map_err(Error::internal)?;
                 let payload = serde_json::json!({"schedule_id": id, "due_at": due_at});
                 store::outbox::emit(conn, tenant, &event, payload, now).await?;
+            }
+            // an operation runs outside this transaction, in a job of its own
+            if let Some(operation) = row.operation {
+                let input = row.input.unwrap_or_else(|| serde_json::json!({}));
+                let run = crate::operations::run::RunScheduled { schedule: id, operation, input, due };
+                let options = Enqueue { tenant_id: Some(tenant), ..Enqueue::default() };
+                store::jobs::enqueue(conn, &run, options).await?;
             }
             queue(conn, tenant, id, next).await
         })

@@ -25,6 +25,8 @@ pub struct AutomationService {
     /// The event names of the webhooks' catalogue: subscriptions and discovery name them as
     /// live.
     pub(crate) live: Arc<Vec<String>>,
+    /// The domain services operations' steps act through (see [`AutomationService::with_steps`]).
+    pub(crate) steps: Option<crate::operations::Steps>,
 }
 
 impl AutomationService {
@@ -36,7 +38,17 @@ impl AutomationService {
     ) -> Result<Self, Error> {
         let live = webhooks::catalogue::GROUPS.iter().flat_map(|g| g.events).map(|e| e.name.to_owned()).collect();
         let client = webhooks::guard::client(config.policy, config.timeout).map_err(Error::internal)?;
-        Ok(Self { pool, clock, keyring, config, client, live: Arc::new(live) })
+        Ok(Self { pool, clock, keyring, config, client, live: Arc::new(live), steps: None })
+    }
+
+    /// Named operations run their steps through these services.
+    pub fn with_steps(mut self, steps: crate::operations::Steps) -> Self {
+        self.steps = Some(steps);
+        self
+    }
+
+    pub(crate) fn steps(&self) -> Result<&crate::operations::Steps, Error> {
+        self.steps.as_ref().ok_or_else(|| Error::internal("operations need AutomationService::with_steps"))
     }
 
     pub(crate) async fn conn(&self, tenant: TenantId) -> Result<store::PooledConn, Error> {
@@ -53,5 +65,7 @@ impl AutomationService {
     pub fn register_jobs(self: &Arc<Self>, registry: &mut store::jobs::Registry) {
         registry.register::<crate::deliver::Deliver>(self.clone());
         registry.register::<crate::schedules::FireSchedule>(self.clone());
+        registry.register::<crate::operations::run::RecoverRun>(self.clone());
+        registry.register::<crate::operations::run::RunScheduled>(self.clone());
     }
 }

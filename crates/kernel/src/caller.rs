@@ -41,6 +41,9 @@ impl Permission {
     pub const LEADS_DELETE: Self = Self("leads.delete");
     pub const LEADS_SETTINGS: Self = Self("leads.settings");
     pub const LEADS_DATA_ALL: Self = Self("leads.data.all");
+    /// Runs the workspace's named operations and reads their runs (the contract leaves it
+    /// unnamed; each step needs its own route's permission too).
+    pub const OPERATIONS_RUN: Self = Self("operations.run");
     pub const PAYMENTS_VIEW: Self = Self("payments.view");
     pub const POSTS_VIEW: Self = Self("posts.view");
     pub const POSTS_MANAGE: Self = Self("posts.manage");
@@ -80,6 +83,7 @@ impl Permission {
         Self::LEADS_DELETE,
         Self::LEADS_SETTINGS,
         Self::LEADS_DATA_ALL,
+        Self::OPERATIONS_RUN,
         Self::PAYMENTS_VIEW,
         Self::POSTS_VIEW,
         Self::POSTS_MANAGE,

@@ -83,7 +83,7 @@ impl Request {
 }
 
 /// Object members in key order, at every depth.
-fn canonical(value: Value) -> Value {
+pub fn canonical(value: Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut members: Vec<(String, Value)> = map.into_iter().map(|(k, v)| (k, canonical(v))).collect();

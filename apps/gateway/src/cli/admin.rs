@@ -96,6 +96,27 @@ pub enum AdminCommand {
     /// Automations: subscriptions that post business events to a callback, and schedules.
     #[command(subcommand)]
     Automation(AutomationCommand),
+    /// Named operations: a workspace's own steps over the domain services.
+    #[command(subcommand)]
+    Operation(OperationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperationCommand {
+    /// Define (or change) a named operation from a JSON file: its inputs and steps. Prints the
+    /// name, version and `created`, `updated` or `unchanged`.
+    Apply {
+        #[arg(long)]
+        tenant: i64,
+        file: std::path::PathBuf,
+    },
+    /// Remove a named operation (its runs stay readable).
+    Remove {
+        #[arg(long)]
+        tenant: i64,
+        #[arg(long)]
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -896,6 +917,23 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 AutomationCommand::Unschedule { tenant, id } => {
                     automations.unschedule(TenantId(tenant), id).await?;
                     (id.to_string(), json!({"id": id, "removed": true}))
+                }
+            }
+        }
+        AdminCommand::Operation(command) => {
+            let automations = crate::Services::new(pool.clone(), kernel::Clock::system(), config).await?.automations;
+            match command {
+                OperationCommand::Apply { tenant, file } => {
+                    let raw = std::fs::read_to_string(&file)
+                        .map_err(|e| Error::field("file", format!("Cannot read {}: {e}", file.display())))?;
+                    let definition: Value = serde_json::from_str(&raw)
+                        .map_err(|e| Error::field("file", format!("{} is not JSON: {e}", file.display())))?;
+                    let applied = automations.apply_operation(TenantId(tenant), definition).await?;
+                    (format!("{} {} {}", applied.name, applied.version, applied.outcome), json!(applied))
+                }
+                OperationCommand::Remove { tenant, name } => {
+                    automations.remove_operation(TenantId(tenant), &name).await?;
+                    (name.clone(), json!({"name": name, "removed": true}))
                 }
             }
         }

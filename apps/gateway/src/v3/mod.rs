@@ -12,6 +12,7 @@ pub mod groups;
 pub mod lead_labels;
 pub mod leads;
 pub mod messaging;
+pub mod operations;
 pub mod orders;
 pub mod payments;
 pub mod sends;
@@ -59,6 +60,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/automations/events").route(web::get().to(automations::events)))
             .service(web::resource("/automations/subscriptions").route(web::get().to(automations::subscriptions)))
             .service(web::resource("/automations/schedules").route(web::get().to(automations::schedules)))
+            .service(web::resource("/operations").route(web::get().to(operations::list)))
+            .service(web::resource("/operations/runs/{run}").route(web::get().to(operations::get_run)))
+            .service(web::resource("/operations/{name}").route(web::get().to(operations::get)))
+            .service(web::resource("/operations/{name}/runs").route(web::post().to(operations::run)))
             .service(web::resource("/payments").route(web::get().to(payments::list)))
             .service(web::resource("/payments/{payment}").route(web::get().to(payments::get)))
             .service(web::resource("/shop-links").route(web::post().to(carts::create_link)))

@@ -1,0 +1,2 @@
+DROP TABLE operation_runs;
+DROP TABLE operations;
