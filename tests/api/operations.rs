@@ -118,7 +118,7 @@ async fn an_operation_is_listed_described_and_run_step_by_step() {
     let ran = res.data().clone();
     assert_eq!((ran["status"].as_str(), ran["operation"].as_str()), (Some("succeeded"), Some("welcome_customer")));
     assert_eq!(step_statuses(&ran), pairs(&[("lead", "succeeded"), ("visit", "succeeded"), ("stage", "succeeded")]));
-    assert_eq!(ran["input"], json!({"phone": "0712 345 678", "name": "Amina", "stage": "qualified", "reason": null}));
+    assert_eq!(ran["input"], json!({"phone": "+255712345678", "name": "Amina", "stage": "qualified", "reason": null}));
     assert_eq!(ran["created_by"]["kind"], "api_key");
     assert!(ran["duration_ms"].as_i64().is_some() && ran["finished_at"].is_string(), "{ran}");
     assert!(ran["error"].is_null(), "{ran}");
@@ -261,7 +261,7 @@ async fn an_idempotency_key_answers_the_first_run() {
 #[actix_web::test]
 async fn runs_need_operations_run_and_each_steps_own_permission() {
     let app = spawn().await;
-    let (acme, table) = setup(&app, RUNNER).await;
+    let (acme, _) = setup(&app, RUNNER).await;
     let input = json!({"phone": "0712 345 678", "name": "Amina"});
 
     // without operations.run: nothing of it, even with every step's permission
@@ -295,7 +295,6 @@ async fn runs_need_operations_run_and_each_steps_own_permission() {
     assert_eq!(run(&app, &theirs.key, input).await.status, 404);
     assert_eq!(app.get(&format!("{OPERATIONS}/welcome_customer"), &theirs.key).await.status, 404);
     assert_eq!(app.get(OPERATIONS, &theirs.key).await.data(), &json!([]));
-    let _ = table;
 }
 
 #[actix_web::test]
@@ -401,4 +400,57 @@ async fn a_schedule_runs_an_operation_once_per_due_time() {
     }
     app.run_jobs().await;
     assert_eq!(runs_of(&app, &acme).await, 1, "once per due time");
+}
+
+#[actix_web::test]
+async fn orders_and_messages_are_steps_and_a_later_failure_cancels_the_order() {
+    use crate::commerce::support::{shop, stocked};
+    let app = spawn().await;
+    let sms = crate::sms::sms_account(
+        &app,
+        "operations.run,communications.catalogue.view,communications.catalogue.manage,communications.send,\
+         communications.messages.view,data.view,data.records.edit",
+    )
+    .await;
+    let acme = &sms.account;
+    let shop = shop(&app, &acme.key, "svc").await;
+    stocked(&app, &acme.key, shop, "K-1", 450_000, json!(10)).await;
+    let order_step = json!({"id": "order", "action": "create_order", "with": {
+        "catalogue": shop, "customer_handle": "{{inputs.phone}}", "customer_name": "Amina",
+        "lines": [{"sku": "K-1", "quantity": "{{inputs.qty}}"}]}});
+    let inputs = json!([{"name": "phone", "type": "phone"}, {"name": "qty", "type": "integer", "minimum": 1}]);
+    let confirm = json!({"name": "order_by_sms", "inputs": inputs, "steps": [order_step, {
+        "id": "sms", "action": "send_message", "with": {"recipient": "{{inputs.phone}}", "sender_id": "ACME",
+            "message": "Order #{{steps.order.id}} received: {{inputs.qty}} x Kahawa."}}]});
+    app.automations.apply_operation(acme.tenant, confirm).await.expect("applied");
+    // the same order, then a record into a table that does not exist
+    let failing = json!({"name": "order_then_fail", "inputs": inputs, "steps": [order_step, {
+        "id": "visit", "action": "write_record",
+        "with": {"table": "00000000-0000-0000-0000-000000000000", "data": {"name": "x"}}}]});
+    app.automations.apply_operation(acme.tenant, failing).await.expect("applied");
+
+    let input = json!({"input": {"phone": "0712 345 678", "qty": 2}});
+    let res = app.post(&runs_path("order_by_sms"), &acme.key, input.clone()).await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let order_id = res.data()["steps"][0]["result"]["id"].as_i64().expect("an order");
+    assert_eq!(res.data()["steps"][0]["result"]["total_minor"], 900_000);
+    assert_eq!(res.data()["steps"][0]["compensation"], json!({"action": "cancel_order", "order": order_id}));
+    let sent = &res.data()["steps"][1]["result"]["messages"][0];
+    assert_eq!(sent["recipient"].as_str().or(sent["to"].as_str()), Some("+255712345678"), "{sent}");
+    assert!(res.data()["steps"][1]["compensation"].is_null(), "a message sent is not unsent");
+    let messages = app.get("/api/v3/messages", &acme.key).await;
+    assert!(
+        messages.body.to_string().contains(&format!("Order #{order_id} received: 2 x Kahawa.")),
+        "{}",
+        messages.body
+    );
+    let order = app.get(&format!("/api/v3/catalogues/orders/{order_id}"), &acme.key).await;
+    assert_eq!(order.data()["status"], "pending", "{}", order.body);
+
+    let res = app.post(&runs_path("order_then_fail"), &acme.key, input).await;
+    assert_eq!((res.status, res.body["reason"].clone()), (404, json!("step_failed")), "{}", res.body);
+    assert_eq!(step_statuses(&res.body["run"]), pairs(&[("order", "compensated"), ("visit", "failed")]));
+    let cancelled = res.body["run"]["steps"][0]["result"]["id"].as_i64().expect("an order");
+    let order = app.get(&format!("/api/v3/catalogues/orders/{cancelled}"), &acme.key).await;
+    assert_eq!(order.data()["status"], "cancelled", "{}", order.body);
 }

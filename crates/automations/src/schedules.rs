@@ -140,7 +140,8 @@ impl AutomationService {
                 })?;
                 let definition: crate::operations::Definition =
                     serde_json::from_value(stored.definition).map_err(Error::internal)?;
-                definition.read_input(&input)?;
+                let calling_code = accounts::tenants::get(&mut conn, tenant).await?.default_country_code;
+                definition.read_input(&input, &calling_code)?;
                 (None, Some(name), Some(input))
             }
         };

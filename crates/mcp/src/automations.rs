@@ -100,7 +100,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "create_schedule",
             title: "Schedule an event",
-            description: "Makes a schedule that emits the business event event (scheduled.<word>: lowercase letters, digits, underscores) with {schedule_id, due_at} on the cron expression cron: five fields (minute hour day-of-month month day-of-week; names like MON-FRI allowed) or six with seconds first, read in UTC. Each due time fires once; times missed are not made up. Subscriptions may follow the event. Named operations (operation, with its input) are not built yet: they are refused naming operation. Answers the schedule with its next_run_at. A workspace keeps at most 100 schedules.",
+            description: "Makes a schedule that emits the business event event (scheduled.<word>: lowercase letters, digits, underscores) with {schedule_id, due_at} on the cron expression cron: five fields (minute hour day-of-month month day-of-week; names like MON-FRI allowed) or six with seconds first, read in UTC. Each due time fires once; times missed are not made up. Subscriptions may follow the event. Or, instead of event, operation: a named operation of the workspace (list_operations) with its input, which must read against the operation now (refused naming operation or input.<name>); each due time runs it once, as the workspace's operator. Answers the schedule with its next_run_at. A workspace keeps at most 100 schedules.",
             server: SERVER,
             elevation: Some(Elevation::Automate),
             permission: Some(Permission::AUTOMATIONS_VIEW),
@@ -145,9 +145,9 @@ struct ScheduleCreate {
     /// The event it emits: `scheduled.<word>` (lowercase letters, digits, underscores).
     #[schema(max_length = 80)]
     event: Option<String>,
-    /// A named operation to run instead of an event (none is defined yet: refused).
+    /// A named operation of the workspace to run instead of an event.
     operation: Option<String>,
-    /// The operation's input.
+    /// The operation's input (its inputs by name).
     #[schema(value_type = Option<Object>)]
     input: Option<Value>,
 }

@@ -18,6 +18,7 @@ pub mod inbox;
 pub mod leads;
 pub mod messaging;
 pub mod navigate;
+pub mod operations;
 pub mod orders;
 pub mod payments;
 pub mod scopes;
@@ -66,6 +67,7 @@ pub fn all_tools() -> Vec<Tool> {
         data::tools(),
         payments::tools(),
         automations::tools(),
+        operations::tools(),
         account::tools(),
         navigate::tools(),
     ]

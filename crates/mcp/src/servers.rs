@@ -33,7 +33,11 @@ pub const SERVERS: &[Server] = &[
         "Automations: the business-event log, event types, callback subscriptions and cron schedules."
     ),
     server!("alerts", "mcp:alerts", "Alerts."),
-    server!("operations", "mcp:operations", "Named operations."),
+    server!(
+        "operations",
+        "mcp:operations",
+        "Named operations the workspace defines: list them, describe one's input, run one (its steps undone when one fails), read a run."
+    ),
     server!("studio", "mcp:studio", "Studio."),
     server!("numbers", "mcp:numbers", "Phone numbers."),
     server!("groups", "mcp:groups", "Chat groups."),

@@ -12,6 +12,7 @@ mod data;
 mod groups_forms;
 mod messaging;
 mod oauth;
+mod operations;
 mod orders;
 mod payments;
 mod publishing;

@@ -31,7 +31,7 @@ async fn every_contract_server_answers_and_the_contacts_server_lists_the_leads_t
     assert_eq!(get.input_schema["required"], json!(["lead"]));
 
     // a server whose domain is not built yet: a handshake and no tools, never a transport error
-    for name in ["ivr", "operations", "flows", "calls"] {
+    for name in ["ivr", "routing", "flows", "calls"] {
         let other = connect(&server, &format!("/mcp/v1/{name}"), &token).await;
         let info = other.peer_info().expect("info");
         assert_eq!(info.server_info.as_ref().map(|i| i.name.clone()), Some(format!("svc-{name}")));

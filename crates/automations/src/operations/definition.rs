@@ -112,8 +112,8 @@ impl InputSpec {
         self.required.unwrap_or(self.default.is_none())
     }
 
-    /// `value` as the steps get it, or why not.
-    pub fn read(&self, value: &Value) -> Result<Value, String> {
+    /// `value` as the steps get it, or why not (`calling_code` reads national phone numbers).
+    pub fn read(&self, value: &Value, calling_code: &str) -> Result<Value, String> {
         match self.kind {
             InputType::String => {
                 let text = value.as_str().ok_or("must be a string")?;
@@ -138,16 +138,13 @@ impl InputSpec {
                 Ok(value.clone())
             }
             InputType::Boolean => value.as_bool().map(Value::Bool).ok_or_else(|| "must be true or false".into()),
-            // the workspace's calling code is the steps' business: here a number in any
-            // international form, or a national one the steps read with the account's code
-            InputType::Phone => {
-                let text = value.as_str().ok_or("must be a phone number")?.trim();
-                let digits = kernel::phone::digits(text);
-                if !(6..=20).contains(&digits.len()) || text.chars().any(|c| c.is_alphabetic()) {
-                    return Err("must be a phone number".into());
-                }
-                Ok(Value::String(text.to_owned()))
-            }
+            // one form for every step (a send's recipients split on spaces): E.164, national
+            // forms read in the account's calling code
+            InputType::Phone => value
+                .as_str()
+                .and_then(|text| kernel::phone::normalize(text, calling_code))
+                .map(Value::String)
+                .ok_or_else(|| "must be a phone number".into()),
             InputType::Email => {
                 let text = value.as_str().ok_or("must be an email address")?.trim();
                 let valid = text.len() <= 254
@@ -262,7 +259,7 @@ impl Definition {
                 errors.add(at("maximum"), "At least the minimum.");
             }
             if let Some(default) = &input.default
-                && let Err(why) = input.read(default)
+                && let Err(why) = input.read(default, "")
             {
                 errors.add(at("default"), format!("The default {why}."));
             }
@@ -312,9 +309,10 @@ impl Definition {
         json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
     }
 
-    /// A run's input read against the inputs: defaults filled in, phones and emails in their
-    /// one form; 422 naming `input.<name>` for each problem, and for members not declared.
-    pub fn read_input(&self, input: &Value) -> Result<Map<String, Value>, Error> {
+    /// A run's input read against the inputs: defaults filled in, phones (E.164, national
+    /// forms in `calling_code`) and emails in their one form; 422 naming `input.<name>` for
+    /// each problem, and for members not declared.
+    pub fn read_input(&self, input: &Value, calling_code: &str) -> Result<Map<String, Value>, Error> {
         let empty = Map::new();
         let given = match input {
             Value::Object(given) => given,
@@ -325,7 +323,7 @@ impl Definition {
         let mut read = Map::new();
         for spec in &self.inputs {
             match given.get(&spec.name).filter(|v| !v.is_null()) {
-                Some(value) => match spec.read(value) {
+                Some(value) => match spec.read(value, calling_code) {
                     Ok(value) => {
                         read.insert(spec.name.clone(), value);
                     }

@@ -240,11 +240,17 @@ impl AutomationService {
         let stored = find(&mut conn, tenant, name).await?;
         let version = stored.version;
         let definition: Definition = serde_json::from_value(stored.definition).map_err(Error::internal)?;
-        let input = definition.read_input(&input)?;
+        let input = definition.read_input(&input, &caller.calling_code)?;
         let fingerprint =
             store::idempotency::fingerprint(&[store::idempotency::canonical(Value::Object(input.clone()))
                 .to_string()
                 .as_bytes()]);
+        // a key is its issuer's own, as `store::idempotency` keys are
+        let key = key.map(|key| match &caller.issuer {
+            Issuer::User { id, .. } => format!("user:{}|{}", id.0, key.as_str()),
+            Issuer::Legacy => format!("legacy|{}", key.as_str()),
+            Issuer::Unknown => format!("unknown|{}", key.as_str()),
+        });
         let now = self.clock.now();
         let id = Uuid::now_v7();
         let made = conn
@@ -257,7 +263,7 @@ impl AutomationService {
                     )
                     .bind::<BigInt, _>(tenant.0)
                     .bind::<Text, _>(&definition.name)
-                    .bind::<Text, _>(key.as_str())
+                    .bind::<Text, _>(key)
                     .bind::<Timestamptz, _>(now - REPLAY_WINDOW)
                     .execute(conn)
                     .await?;
@@ -274,7 +280,7 @@ impl AutomationService {
                 .bind::<Integer, _>(version)
                 .bind::<Jsonb, _>(Value::Object(input.clone()))
                 .bind::<Jsonb, _>(created_by(caller, kind))
-                .bind::<Nullable<Text>, _>(key.as_ref().map(Key::as_str))
+                .bind::<Nullable<Text>, _>(key.as_deref())
                 .bind::<Text, _>(&fingerprint)
                 .bind::<Timestamptz, _>(now)
                 .execute(conn)
@@ -302,7 +308,7 @@ impl AutomationService {
         conn: &mut store::Conn,
         tenant: TenantId,
         operation: &str,
-        key: Option<Key>,
+        key: Option<String>,
         fingerprint: &str,
     ) -> Result<Run, Error> {
         let key = key.ok_or_else(|| Error::internal("a run id taken twice"))?;
@@ -318,7 +324,7 @@ impl AutomationService {
         )
         .bind::<BigInt, _>(tenant.0)
         .bind::<Text, _>(operation)
-        .bind::<Text, _>(key.as_str())
+        .bind::<Text, _>(&key)
         .get_result(conn)
         .await
         .optional()?
