@@ -63,13 +63,6 @@ fn assert_scope_refused(error: &Value, missing: &[&str]) {
     assert_eq!(error["missing_scopes"], json!(missing), "{error}");
 }
 
-/// A `permission_denied` of the service (a permission or the module), not of the grant.
-#[track_caller]
-fn assert_denied(error: &Value) {
-    assert_code(error, "permission_denied");
-    assert!(error.get("reason").is_none(), "a permission, not a scope: {error}");
-}
-
 /// The tools a connection lists, as JSON.
 async fn listed(client: &Client) -> Vec<Value> {
     client

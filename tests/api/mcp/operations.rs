@@ -67,13 +67,6 @@ fn step_statuses(run: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A `permission_denied` of the service (the issuer's permission), not of the grant.
-#[track_caller]
-fn assert_denied(error: &Value) {
-    assert_code(error, "permission_denied");
-    assert!(error.get("reason").is_none(), "a permission, not a scope: {error}");
-}
-
 #[actix_web::test]
 async fn operations_are_listed_described_run_and_read_back_as_rest_answers_them() {
     let app = api_tests::spawn().await;

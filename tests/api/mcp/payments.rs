@@ -52,13 +52,6 @@ fn references(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A `permission_denied` of the service (the issuer's permission), not of the grant.
-#[track_caller]
-fn assert_denied(error: &Value) {
-    assert_code(error, "permission_denied");
-    assert!(error.get("reason").is_none(), "a permission, not a scope: {error}");
-}
-
 #[actix_web::test]
 async fn a_settled_payment_is_listed_by_its_state_and_read_by_reference_with_its_timeline_and_ledger() {
     let app = api_tests::spawn().await;

@@ -191,6 +191,13 @@ pub(crate) fn assert_code(error: &Value, code: &str) {
     assert_eq!(error["code"], code, "{error}");
 }
 
+/// A `permission_denied` of the service (the issuer's permission), not of the grant.
+#[track_caller]
+pub(crate) fn assert_denied(error: &Value) {
+    assert_code(error, "permission_denied");
+    assert!(error.get("reason").is_none(), "a permission, not a scope: {error}");
+}
+
 /// A `validation_error` whose field errors name `field`.
 #[track_caller]
 pub(crate) fn assert_field(error: &Value, field: &str) {
