@@ -14,7 +14,8 @@
 //! deliveries) the tenant's chat account (see [`chat`]); the publishing workloads (a 5,000-product
 //! publish to a chat catalogue served by a fake Graph API; a drift check over 50,000 listings with
 //! the admin CLI) their own chat accounts and shops (see [`publishing`]); the payments list its
-//! 100,000 payments written by SQL (see [`payments`]). `--only N` runs workload N alone (and
+//! 100,000 payments written by SQL (see [`payments`]); the operation run its own operation and
+//! data tables, defined with the admin CLI (see [`operations`]). `--only N` runs workload N alone (and
 //! loads no contacts when it reads none). `--check` compares each API/raw ratio with the committed
 //! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
 //! database's time went (see [`explain`]).
@@ -32,6 +33,7 @@ mod explain;
 mod groups_forms;
 mod load;
 mod mcp;
+mod operations;
 mod payments;
 mod publishing;
 mod report;
@@ -130,6 +132,9 @@ enum Work {
     FormAnswer,
     /// `GET /payments?per_page=100` over 100,000 payments loaded by SQL (see [`payments`]).
     PaymentsPage,
+    /// `POST /operations/{name}/runs`, a run of three steps: a lead made, qualified, and written
+    /// to a data table (see [`operations`]).
+    OperationRun,
 }
 
 impl Work {
@@ -151,6 +156,7 @@ impl Work {
                 | Self::GroupSend
                 | Self::FormAnswer
                 | Self::PaymentsPage
+                | Self::OperationRun
         )
     }
 }
@@ -199,7 +205,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 21] = [
+static WORKLOADS: [Workload; 22] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -495,6 +501,20 @@ static WORKLOADS: [Workload; 21] = [
         max_seconds: None,
         open_loop_p99_ms: None,
         raw_sql: payments::RAW_LIST,
+    },
+    Workload {
+        number: 22,
+        name: "POST /operations/{name}/runs, a run of three steps",
+        work: Work::OperationRun,
+        connections: report::CONNECTIONS,
+        // a write of three domain steps plus the run's own bookkeeping
+        min_ratio: Some(operations::MIN_RATIO),
+        min_rate: None,
+        max_p99_ms: Some(operations::MAX_P99_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: operations::RAW_RUN,
     },
 ];
 
@@ -794,6 +814,7 @@ async fn measure(
             Work::GroupSend => vec![run.group_send(workload).await?],
             Work::FormAnswer => vec![run.form_answer(workload).await?],
             Work::PaymentsPage => vec![run.payments_page(workload).await?],
+            Work::OperationRun => vec![run.operation_run(workload).await?],
             Work::ChatPublish | Work::DriftCheck => {
                 let (outcome, note) = if workload.work == Work::ChatPublish {
                     run.chat_publish(workload).await?
@@ -958,7 +979,8 @@ impl Run<'_> {
             | Work::DriftCheck
             | Work::GroupSend
             | Work::FormAnswer
-            | Work::PaymentsPage => 0,
+            | Work::PaymentsPage
+            | Work::OperationRun => 0,
         })
     }
 
@@ -1079,10 +1101,11 @@ impl Run<'_> {
             | Work::DriftCheck
             | Work::GroupSend
             | Work::FormAnswer
-            | Work::PaymentsPage => {
+            | Work::PaymentsPage
+            | Work::OperationRun => {
                 return Err(
-                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing and payments workloads run on \
-                     their own (see measure)"
+                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing, payments and operations \
+                     workloads run on their own (see measure)"
                         .into(),
                 );
             }
@@ -1140,10 +1163,11 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
         | Work::DriftCheck
         | Work::GroupSend
         | Work::FormAnswer
-        | Work::PaymentsPage => {
+        | Work::PaymentsPage
+        | Work::OperationRun => {
             return Err(
-                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing and payments workloads \
-                 run on their own (see measure)"
+                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing, payments and operations \
+                 workloads run on their own (see measure)"
                     .into(),
             );
         }

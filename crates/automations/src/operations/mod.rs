@@ -16,6 +16,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, Permission, TenantId};
 use serde::Serialize;
 use serde_json::Value;
+use store::Prepare as _;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
@@ -203,6 +204,7 @@ pub(crate) async fn find(conn: &mut store::Conn, tenant: TenantId, name: &str) -
     )
     .bind::<BigInt, _>(tenant.0)
     .bind::<Text, _>(name.trim())
+    .prepared()
     .get_result(conn)
     .await
     .optional()?

@@ -14,6 +14,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use kernel::{Caller, Error, ErrorKind, Issuer, TenantId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use store::Prepare as _;
 use store::idempotency::{Answer, Key, REPLAY_WINDOW};
 use store::jobs::{Enqueue, Job, JobContext, JobError};
 use time::{Duration, OffsetDateTime};
@@ -283,6 +284,7 @@ impl AutomationService {
                 .bind::<Nullable<Text>, _>(key.as_deref())
                 .bind::<Text, _>(&fingerprint)
                 .bind::<Timestamptz, _>(now)
+                .prepared()
                 .execute(conn)
                 .await?;
                 if made == 1 {
@@ -456,6 +458,7 @@ impl AutomationService {
         .bind::<Nullable<Text>, _>(status)
         .bind::<Nullable<Jsonb>, _>(error)
         .bind::<Timestamptz, _>(now)
+        .prepared()
         .execute(&mut conn)
         .await?;
         Ok(changed == 1)
@@ -494,6 +497,7 @@ async fn load(conn: &mut store::Conn, tenant: TenantId, id: Uuid) -> Result<Opti
         diesel::sql_query(format!("SELECT {COLUMNS} FROM operation_runs WHERE tenant_id = $1 AND id = $2"))
             .bind::<BigInt, _>(tenant.0)
             .bind::<SqlUuid, _>(id)
+            .prepared()
             .get_result(conn)
             .await
             .optional()?;
