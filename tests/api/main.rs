@@ -2,6 +2,7 @@
 
 mod account;
 mod admin_cli;
+mod agents;
 mod auth;
 mod automations;
 mod chat;

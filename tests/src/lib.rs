@@ -97,7 +97,16 @@ pub async fn spawn_with_webhooks(
     config: webhooks::WebhooksConfig,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
-    build_with(Limiter::Memory(120), MessagingConfig::default(), config, None).await
+    build_with(Limiter::Memory(120), MessagingConfig::default(), config, None, None).await
+}
+
+/// The app with agent runs asking another language model (a fake chat-completions server),
+/// or priced and bounded otherwise.
+pub async fn spawn_with_agents(
+    agents: gateway::config::AgentsSetup,
+) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
+{
+    build_with(Limiter::Memory(120), MessagingConfig::default(), webhooks_config(), None, Some(agents)).await
 }
 
 /// An app whose public URL is the address [`TestApp::listen`] will serve it at, for clients
@@ -105,7 +114,7 @@ pub async fn spawn_with_webhooks(
 pub async fn spawn_public()
 -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a loopback port");
-    build_with(Limiter::Memory(120), MessagingConfig::default(), webhooks_config(), Some(listener)).await
+    build_with(Limiter::Memory(120), MessagingConfig::default(), webhooks_config(), Some(listener), None).await
 }
 
 async fn build(
@@ -113,7 +122,7 @@ async fn build(
     config: MessagingConfig,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
-    build_with(limiter, config, webhooks_config(), None).await
+    build_with(limiter, config, webhooks_config(), None, None).await
 }
 
 async fn build_with(
@@ -121,6 +130,7 @@ async fn build_with(
     config: MessagingConfig,
     webhooks_config: webhooks::WebhooksConfig,
     reserved: Option<std::net::TcpListener>,
+    agents: Option<gateway::config::AgentsSetup>,
 ) -> TestApp<impl Service<actix_http::Request, Response = ServiceResponse<impl MessageBody>, Error = actix_web::Error>>
 {
     let public_url = match &reserved {
@@ -136,13 +146,15 @@ async fn build_with(
         Limiter::Memory(limit) => RateLimiter::Memory(MemoryLimiter::new(limit)),
         Limiter::Postgres(limit) => RateLimiter::Postgres(PostgresLimiter::new(limit, pool.clone())),
     };
+    let defaults = Config::from_env().expect("the gateway's configuration");
     let settings = Config {
+        agents: agents.unwrap_or(defaults.agents.clone()),
         public_url,
         provider_timeout: std::time::Duration::from_secs(2),
         sandbox: providers::SandboxConfig::default(),
         messaging: config,
         webhooks: webhooks_config,
-        ..Config::from_env().expect("the gateway's configuration")
+        ..defaults
     };
     let services = Services::new(pool.clone(), clock.clone(), &settings).await.expect("services");
     let worker = Worker::new(pool.clone(), clock.clone(), services.job_registry(), WorkerConfig::default());

@@ -50,6 +50,8 @@ pub struct Config {
     pub webhooks: webhooks::WebhooksConfig,
     /// The mobile-money provider and how long payments wait.
     pub payments: PaymentsSetup,
+    /// The language model agent runs reason with, and what runs cost and wait.
+    pub agents: AgentsSetup,
     /// The keys that seal secrets at rest (`SVC_SECRETS_KEY`, `SVC_SECRETS_OLD_KEYS`).
     pub secrets: store::secrets::SecretsConfig,
 }
@@ -134,6 +136,7 @@ impl Config {
             messaging: messaging_config(job_lease)?,
             webhooks: webhooks_config(job_lease)?,
             payments: payments_setup()?,
+            agents: agents_setup()?,
             secrets: store::secrets::SecretsConfig::from_vars(var)?,
         })
     }
@@ -183,6 +186,55 @@ fn payments_setup() -> Result<PaymentsSetup, String> {
         Some(other) => return Err(format!("SVC_PAYMENTS_PROVIDER={other:?}: use sandbox or mpesa")),
     };
     Ok(PaymentsSetup { provider, config })
+}
+
+/// Which language model agent runs ask: the scripted sandbox (the default) or an
+/// OpenAI-compatible chat-completions API.
+#[derive(Debug, Clone)]
+pub enum AgentExecutor {
+    Sandbox,
+    OpenAi(providers::OpenAiConfig),
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentsSetup {
+    pub executor: AgentExecutor,
+    pub config: agents::AgentsConfig,
+}
+
+fn agents_setup() -> Result<AgentsSetup, String> {
+    let defaults = agents::AgentsConfig::default();
+    let rates = agents::RateCard {
+        input_per_million_minor: parsed(
+            "SVC_AGENT_PRICE_INPUT_PER_MTOK_MINOR",
+            defaults.rates.input_per_million_minor,
+        )?,
+        output_per_million_minor: parsed(
+            "SVC_AGENT_PRICE_OUTPUT_PER_MTOK_MINOR",
+            defaults.rates.output_per_million_minor,
+        )?,
+        tool_call_minor: parsed("SVC_AGENT_PRICE_TOOL_CALL_MINOR", defaults.rates.tool_call_minor)?,
+    };
+    let config = agents::AgentsConfig {
+        rates,
+        minimum_balance_minor: parsed("SVC_AGENT_MIN_BALANCE_MINOR", defaults.minimum_balance_minor)?,
+        sync_wait: millis("SVC_AGENT_SYNC_WAIT_MS", defaults.sync_wait.as_millis() as u64)?,
+        approval_ttl: time::Duration::seconds(parsed(
+            "SVC_AGENT_APPROVAL_TTL_SECONDS",
+            defaults.approval_ttl.whole_seconds(),
+        )?),
+    };
+    let executor = match var("SVC_AGENT_EXECUTOR").as_deref() {
+        None | Some("sandbox") => AgentExecutor::Sandbox,
+        Some("openai") => AgentExecutor::OpenAi(providers::OpenAiConfig {
+            base_url: var("SVC_AGENT_BASE_URL").unwrap_or_else(|| providers::OpenAiConfig::DEFAULT_BASE_URL.to_owned()),
+            api_key: var("SVC_AGENT_API_KEY").ok_or("SVC_AGENT_EXECUTOR=openai needs SVC_AGENT_API_KEY")?,
+            model: var("SVC_AGENT_MODEL").unwrap_or_else(|| providers::OpenAiConfig::DEFAULT_MODEL.to_owned()),
+            timeout: millis("SVC_AGENT_TIMEOUT_MS", providers::OpenAiConfig::DEFAULT_TIMEOUT.as_millis() as u64)?,
+        }),
+        Some(other) => return Err(format!("SVC_AGENT_EXECUTOR={other:?}: use sandbox or openai")),
+    };
+    Ok(AgentsSetup { executor, config })
 }
 
 fn http_limits() -> Result<HttpLimits, String> {

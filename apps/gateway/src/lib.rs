@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod docs;
+pub mod engine;
 pub mod hooks;
 pub mod http;
 pub mod mcp;
@@ -52,6 +53,7 @@ pub struct Services {
     pub data: data_tables::DataService,
     pub payments: payments_read::PaymentService,
     pub automations: automations::AutomationService,
+    pub agents: agents::AgentService,
     /// Every domain's MCP tools, over the services above.
     pub mcp: std::sync::Arc<::mcp::Catalog>,
     /// The origin people and clients reach the service at (`SVC_PUBLIC_URL`).
@@ -111,6 +113,8 @@ impl Services {
             keyring.clone(),
             automations::AutomationsConfig { policy: config.webhooks.policy, timeout: config.webhooks.timeout },
         )?
+        // agent runs' events are business events only
+        .with_events(&agents::EVENTS)
         // named operations' steps act through the domain services
         .with_steps(automations::operations::Steps {
             leads: leads.clone(),
@@ -118,6 +122,8 @@ impl Services {
             commerce: commerce.clone(),
             messaging: messaging.clone(),
         });
+        let agents =
+            agents::AgentService::new(pool.clone(), clock.clone(), models(config)?, config.agents.config.clone());
         let mcp = std::sync::Arc::new(::mcp::Catalog::new(::mcp::Domains {
             pool,
             contacts: contacts.clone(),
@@ -127,7 +133,10 @@ impl Services {
             data: data.clone(),
             payments: payments.clone(),
             automations: automations.clone(),
+            agents: agents.clone(),
         }));
+        // runs call the workspace's MCP tools, in process
+        agents.use_tools(&(mcp.clone() as std::sync::Arc<dyn agents::Toolbox>));
         Ok(Self {
             contacts,
             messaging,
@@ -137,6 +146,7 @@ impl Services {
             data,
             payments,
             automations,
+            agents,
             mcp,
             public_url: config.public_url.clone(),
             client_documents: std::sync::Arc::new(
@@ -161,6 +171,7 @@ impl Services {
         std::sync::Arc::new(self.data.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.payments.clone()).register_jobs(&mut registry);
         std::sync::Arc::new(self.automations.clone()).register_jobs(&mut registry);
+        std::sync::Arc::new(self.agents.clone()).register_jobs(&mut registry);
         registry
     }
 }
@@ -191,6 +202,17 @@ fn payments(
         config.public_url.clone(),
         config.payments.config.clone(),
     ))
+}
+
+/// The language model of `config`: the scripted sandbox, or an OpenAI-compatible API.
+fn models(config: &config::Config) -> Result<std::sync::Arc<dyn providers::ModelGateway>, kernel::Error> {
+    Ok(match &config.agents.executor {
+        config::AgentExecutor::Sandbox => std::sync::Arc::new(providers::ModelSandbox::new()),
+        config::AgentExecutor::OpenAi(openai) => {
+            let client = providers::http_client().map_err(kernel::Error::internal)?;
+            std::sync::Arc::new(providers::OpenAi::new(client, openai.clone()))
+        }
+    })
 }
 
 /// Everything a request may need, shared by every worker thread; the services are reached as
@@ -260,6 +282,7 @@ pub fn app(
         .configure(|cfg| mcp::configure(cfg, &catalog, &public_url))
         .configure(oauth::configure)
         .configure(v3::configure)
+        .configure(engine::configure)
         .configure(hooks::configure)
         .configure(shop::configure)
         .configure(pay::configure)

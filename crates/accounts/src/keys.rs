@@ -230,31 +230,37 @@ pub async fn lookup(conn: &mut Conn, token: &str) -> Result<KeyRecord, Error> {
     if token.len() != KEY_LENGTH {
         return Err(Error::unauthenticated("Invalid API key."));
     }
-    let row: Option<AuthRow> = api_keys::table
-        .inner_join(tenants::table)
-        .left_join(users::table)
-        .filter(api_keys::key_hash.eq(hash(token)))
-        .select((
-            (
-                api_keys::id,
-                api_keys::tenant_id,
-                api_keys::name,
-                api_keys::legacy,
-                api_keys::expires_at,
-                api_keys::revoked_at,
-            ),
-            (tenants::status, tenants::default_country_code),
-            (users::id, users::name, users::active, users::all_permissions, users::permissions).nullable(),
-        ))
-        .first(conn)
-        .await
-        .optional()?;
-    let Some(((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), (tenant_status, calling_code), user)) =
-        row
-    else {
-        return Err(Error::unauthenticated("Invalid API key."));
-    };
-    Ok(KeyRecord { key_id, tenant_id, key_name, legacy, expires_at, revoked_at, tenant_status, calling_code, user })
+    let row = record_query().filter(api_keys::key_hash.eq(hash(token))).first(conn).await.optional()?;
+    record(row).ok_or_else(|| Error::unauthenticated("Invalid API key."))
+}
+
+/// The key `id` as it is now, for work that acts for a key long after its request (an agent
+/// run's steps): 401 once it is revoked or expired, 403 once its account is not active.
+pub async fn current(conn: &mut Conn, id: ApiKeyId, now: OffsetDateTime) -> Result<Caller, Error> {
+    let row = record_query().filter(api_keys::id.eq(id.0)).first(conn).await.optional()?;
+    record(row).ok_or_else(|| Error::unauthenticated("This API key no longer exists."))?.caller(now)
+}
+
+/// A key with its account and issuer, as [`KeyRecord`] reads them.
+#[diesel::dsl::auto_type(no_type_alias)]
+fn record_query() -> _ {
+    api_keys::table.inner_join(tenants::table).left_join(users::table).select((
+        (
+            api_keys::id,
+            api_keys::tenant_id,
+            api_keys::name,
+            api_keys::legacy,
+            api_keys::expires_at,
+            api_keys::revoked_at,
+        ),
+        (tenants::status, tenants::default_country_code),
+        (users::id, users::name, users::active, users::all_permissions, users::permissions).nullable(),
+    ))
+}
+
+fn record(row: Option<AuthRow>) -> Option<KeyRecord> {
+    let ((key_id, tenant_id, key_name, legacy, expires_at, revoked_at), (tenant_status, calling_code), user) = row?;
+    Some(KeyRecord { key_id, tenant_id, key_name, legacy, expires_at, revoked_at, tenant_status, calling_code, user })
 }
 
 /// Turns a Bearer token into a [`Caller`]: 401 for a missing, unknown, revoked, expired or

@@ -131,6 +131,55 @@ pub(crate) fn caller_of(
     })
 }
 
+/// The MCP credential `id` (a connection's id, or an OAuth grant's) as it is now, for work that
+/// acts for it long after its request (an agent run's steps): 401 once it is revoked, 403 once
+/// its account is not active or its person is deactivated.
+pub async fn current(conn: &mut Conn, kind: CredentialKind, id: i64) -> Result<Caller, Error> {
+    use crate::schema::{oauth_clients, oauth_grants};
+    type Row = ((i64, String, Option<OffsetDateTime>), (String, String), Person);
+    let row: Option<(i64, Row)> = match kind {
+        CredentialKind::McpConnection => mcp_connections::table
+            .inner_join(tenants::table)
+            .inner_join(users::table)
+            .filter(mcp_connections::id.eq(id))
+            .select((
+                mcp_connections::tenant_id,
+                (
+                    (mcp_connections::id, mcp_connections::name, mcp_connections::revoked_at),
+                    (tenants::status, tenants::default_country_code),
+                    (users::id, users::name, users::active, users::all_permissions, users::permissions),
+                ),
+            ))
+            .first(conn)
+            .await
+            .optional()?,
+        CredentialKind::OAuthToken => oauth_grants::table
+            .inner_join(oauth_clients::table)
+            .inner_join(tenants::table)
+            .inner_join(users::table)
+            .filter(oauth_grants::id.eq(id))
+            .select((
+                oauth_grants::tenant_id,
+                (
+                    (oauth_grants::id, oauth_clients::client_name, oauth_grants::revoked_at),
+                    (tenants::status, tenants::default_country_code),
+                    (users::id, users::name, users::active, users::all_permissions, users::permissions),
+                ),
+            ))
+            .first(conn)
+            .await
+            .optional()?,
+        CredentialKind::RestKey => return Err(Error::internal("a REST key is read by keys::current")),
+    };
+    let Some((tenant_id, ((id, name, revoked_at), (tenant_status, calling_code), user))) = row else {
+        return Err(Error::unauthenticated("This MCP credential no longer exists."));
+    };
+    if revoked_at.is_some() {
+        return Err(Error::unauthenticated("This MCP credential has been revoked."));
+    }
+    caller_of(kind, (id, name), (tenant_id, tenant_status, calling_code), user)
+}
+
 /// Turns an MCP bearer credential into its caller: an `svc_mcp_` connection or an OAuth access
 /// token. 401 for a missing, unknown, revoked, expired or wrong-kind credential (a REST key
 /// or a refresh token included); 403 for a suspended or inactive account or a deactivated

@@ -41,6 +41,15 @@ impl AutomationService {
         Ok(Self { pool, clock, keyring, config, client, live: Arc::new(live), steps: None })
     }
 
+    /// Events other domains emit for automations only, not webhooks (agent runs' `run.*`):
+    /// subscriptions may follow them and discovery names them live.
+    pub fn with_events(mut self, names: &[&str]) -> Self {
+        let mut live = self.live.as_ref().clone();
+        live.extend(names.iter().map(|name| (*name).to_owned()));
+        self.live = Arc::new(live);
+        self
+    }
+
     /// Named operations run their steps through these services.
     pub fn with_steps(mut self, steps: crate::operations::Steps) -> Self {
         self.steps = Some(steps);

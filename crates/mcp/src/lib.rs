@@ -8,6 +8,7 @@
 //! (`kernel::body::parse`) and runs the service method of the REST route.
 
 pub mod account;
+pub mod agents;
 pub mod automations;
 pub mod contacts;
 pub mod content;
@@ -50,6 +51,7 @@ pub struct Domains {
     pub data: data_tables::DataService,
     pub payments: payments_read::PaymentService,
     pub automations: ::automations::AutomationService,
+    pub agents: ::agents::AgentService,
 }
 
 /// Every domain's tools, in the order `tools/list` shows them.
@@ -68,6 +70,7 @@ pub fn all_tools() -> Vec<Tool> {
         payments::tools(),
         automations::tools(),
         operations::tools(),
+        agents::tools(),
         account::tools(),
         navigate::tools(),
     ]
@@ -160,7 +163,8 @@ impl Catalog {
     ) -> Result<Value, Error> {
         let tool = self.find(server, name).ok_or_else(|| Error::not_found(format!("Tool {name}")))?;
         who.grant.admits(tool.capability(), tool.elevation)?;
-        (tool.call)(tool::Call { domains: self.domains.clone(), caller: who.caller.clone(), args }).await
+        let scopes = who.grant.scopes();
+        (tool.call)(tool::Call { domains: self.domains.clone(), caller: who.caller.clone(), scopes, args }).await
     }
 }
 

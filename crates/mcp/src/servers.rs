@@ -41,7 +41,11 @@ pub const SERVERS: &[Server] = &[
     server!("studio", "mcp:studio", "Studio."),
     server!("numbers", "mcp:numbers", "Phone numbers."),
     server!("groups", "mcp:groups", "Chat groups."),
-    server!("agents", "mcp:agents", "Agent tasks."),
+    server!(
+        "agents",
+        "mcp:agents",
+        "Agent tasks: start a run of a language model with some of the workspace's tools, read it with its steps, list runs, cancel one."
+    ),
     server!("orders", "mcp:commerce", "Orders."),
     server!("shop", "mcp:commerce", "Shops, products, stock and product batches."),
     server!("tickets", "mcp:support", "Support tickets."),

@@ -19,6 +19,8 @@ use crate::scopes::Elevation;
 pub struct Call {
     pub domains: Arc<Domains>,
     pub caller: Caller,
+    /// The scopes the connection was granted (a run it starts is bounded by them too).
+    pub scopes: Vec<String>,
     pub args: Map<String, Value>,
 }
 

@@ -1,4 +1,4 @@
-//! Clients for the outside world (house rule 8): SMS aggregators, the chat provider and mobile money. Each kind of provider is a trait with a real
+//! Clients for the outside world (house rule 8): SMS aggregators, the chat provider, mobile money and language models. Each kind of provider is a trait with a real
 //! HTTP implementation (reqwest, base URL and credentials from configuration) and a sandbox
 //! that behaves like the real thing, so the service runs fully on a laptop.
 
@@ -12,7 +12,10 @@ pub mod cloud;
 mod cloud_catalogue;
 mod cloud_flows;
 mod cloud_groups;
+pub mod models;
+pub mod models_sandbox;
 pub mod mpesa;
+pub mod openai;
 pub mod payments;
 pub mod payments_sandbox;
 pub mod sandbox;
@@ -23,7 +26,10 @@ pub use catalogue::{CatalogueError, CatalogueGateway, CatalogueItem, ItemOutcome
 pub use chat::{ChatContent, ChatEvent, ChatGateway, OutboundChat};
 pub use chat_sandbox::{ChatSandbox, ChatSandboxConfig};
 pub use cloud::{Cloud, CloudConfig};
+pub use models::{ModelError, ModelGateway, ModelMessage, TokenUsage, ToolCall, ToolSpec, Turn, TurnRequest};
+pub use models_sandbox::ModelSandbox;
 pub use mpesa::{Mpesa, MpesaConfig};
+pub use openai::{OpenAi, OpenAiConfig};
 pub use payments::{MobileMoney, PushCallback, PushOutcome, PushRequest, PushResult, RefundOutcome};
 pub use payments_sandbox::{PaymentSandbox, PaymentSandboxConfig};
 pub use sandbox::{Sandbox, SandboxConfig, SandboxOutcome, SandboxSms};

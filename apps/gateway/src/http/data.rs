@@ -56,10 +56,10 @@ pub fn error_body(error: &Error) -> Value {
     body
 }
 
-/// The route families whose refusals take this shape: data tables, payments and automations
-/// (whose own success bodies carry no `status` either; docs/api.md, "Payments").
+/// The route families whose refusals take this shape: data tables, payments, automations and
+/// agent tasks (whose own success bodies carry no `status` either; docs/api.md, "Payments").
 pub fn is_native_family(path: &str) -> bool {
-    ["/api/v3/data/", "/api/v3/payments", "/api/v3/automations/"].iter().any(|prefix| {
+    ["/api/v3/data/", "/api/v3/payments", "/api/v3/automations/", "/api/engine/"].iter().any(|prefix| {
         path.strip_prefix(prefix).is_some_and(|rest| prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/'))
     })
 }

@@ -10,8 +10,6 @@ use kernel::Error;
 use kernel::body::parse;
 use serde::de::DeserializeOwned;
 
-use super::envelope::ApiError;
-
 /// A JSON body of type `T`. An empty body (no bytes) reads as `{}`, so missing fields are
 /// reported by name; a body of spaces is not JSON, and is refused like any other.
 pub struct Json<T>(pub T);
@@ -53,16 +51,20 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
         let content_type = check_content_type(req);
         let reason = req.app_data::<BodyRefusal>().map(|refusal| refusal.0);
         let body = web::Bytes::from_request(req, payload);
+        let path = req.path().to_owned();
         Box::pin(async move {
             content_type?;
             // Over `PayloadConfig`'s limit this is a 413, put in the envelope by the middleware.
             let bytes = body.await?;
+            // in the envelope of the route family (the engine's is the data family's)
             parse(&bytes).map(Json).map_err(|e| {
-                ApiError(match reason {
-                    Some(reason) => e.with_reason(reason),
-                    None => e,
-                })
-                .into()
+                super::data::refusal(
+                    &path,
+                    match reason {
+                        Some(reason) => e.with_reason(reason),
+                        None => e,
+                    },
+                )
             })
         })
     }

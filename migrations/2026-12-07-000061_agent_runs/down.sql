@@ -1,0 +1,2 @@
+DROP TABLE agent_steps;
+DROP TABLE agent_runs;
