@@ -554,3 +554,70 @@ async fn the_events_stream_tells_each_step_and_the_end() {
     let stream = res.text().await.expect("text");
     assert_eq!(stream.matches("event: step").count(), 2, "{stream}");
 }
+
+/// The process running a run is killed with SIGKILL during a model turn; another picks the run
+/// up once the job's lease ends: the turn that was under way is `interrupted` (not repeated as
+/// itself; a new turn is asked), the call already made is not made again, and the run ends.
+#[tokio::test]
+async fn a_run_killed_mid_turn_resumes_in_another_process_without_repeating_a_step() {
+    use crate::process::{Gateway, gateway_bin};
+
+    let (model, requests) = fake_model(qualify, Some((1, Duration::from_secs(30)))).await;
+    let app = spawn().await;
+    let (acme, lead) = setup(&app, EDITOR, 10_000).await;
+    let base_url = format!("{}/v1", model.uri());
+    let settings = [
+        ("SVC_AGENT_EXECUTOR", "openai"),
+        ("SVC_AGENT_BASE_URL", base_url.as_str()),
+        ("SVC_AGENT_API_KEY", "test-model-key"),
+        ("SVC_AGENT_MODEL", "fake-1"),
+        ("SVC_JOB_LEASE_SECONDS", "2"),
+    ];
+    let first = Gateway::start(&gateway_bin(), app.db.url(), 93, &settings).await;
+    let client = reqwest::Client::new();
+    let res = client
+        .post(format!("{}{TASKS}", first.url))
+        .bearer_auth(&acme.key)
+        .json(&task(&["find_leads", "set_lead_stage"]))
+        .send()
+        .await
+        .expect("submit");
+    assert_eq!(res.status().as_u16(), 202);
+    let run = res.json::<Value>().await.expect("JSON")["run_uuid"].as_str().expect("run_uuid").to_owned();
+
+    // the second turn hangs at the model: wait for it to be under way, then kill the process
+    let under_way = format!(
+        "SELECT seq FROM agent_steps WHERE tenant_id = {} AND seq = 3 AND status = 'running'",
+        acme.tenant.0
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while api_tests::sql_rows(&app.pool, &under_way).await.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the second turn never started; log:\n{}", first.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.kill().await;
+
+    let second = Gateway::start(&gateway_bin(), app.db.url(), 94, &settings).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let res = client.get(format!("{}{RUNS}/{run}", second.url)).bearer_auth(&acme.key).send().await;
+        let body: Value = res.expect("read").json().await.expect("JSON");
+        if body["status"] != "running" && body["status"] != "queued" {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run never ended: {body}; log:\n{}", second.log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(steps(&done), [
+        step("model_turn", "fake-1", "completed"),
+        step("tool_call", "find_leads", "completed"),
+        step("model_turn", "fake-1", "interrupted"),
+        step("model_turn", "fake-1", "completed"),
+        step("tool_call", "set_lead_stage", "completed"),
+        step("model_turn", "fake-1", "completed"),
+    ]);
+    assert_eq!(done["steps"][2]["error"]["code"], "interrupted");
+    assert_eq!(requests.load(Ordering::SeqCst), 4, "the lost turn asked again once, nothing else twice");
+    assert_eq!(app.get(&lead_path(&lead), &acme.key).await.data()["stage"], "qualified");
+}

@@ -15,13 +15,16 @@
 //! publish to a chat catalogue served by a fake Graph API; a drift check over 50,000 listings with
 //! the admin CLI) their own chat accounts and shops (see [`publishing`]); the payments list its
 //! 100,000 payments written by SQL (see [`payments`]); the operation run its own operation and
-//! data tables, defined with the admin CLI (see [`operations`]). `--only N` runs workload N alone (and
+//! data tables, defined with the admin CLI (see [`operations`]); the agent runs the sandbox model's scripts
+//! through the gateway's job workers, against the same tool calls made directly (see [`agents`]).
+//! `--only N` runs workload N alone (and
 //! loads no contacts when it reads none). `--check` compares each API/raw ratio with the committed
 //! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
 //! database's time went (see [`explain`]).
 //!
 //! Each domain that adds a hot path adds its workload to [`WORKLOADS`].
 
+mod agents;
 mod api;
 mod baseline;
 mod campaign;
@@ -135,6 +138,9 @@ enum Work {
     /// `POST /operations/{name}/runs`, a run of three steps: a lead made, qualified, and written
     /// to a data table (see [`operations`]).
     OperationRun,
+    /// `POST /api/engine/tasks`, sandbox runs of three tool calls executed by the job workers,
+    /// timed until all completed, against the same MCP tool calls made directly (see [`agents`]).
+    AgentRuns,
 }
 
 impl Work {
@@ -157,6 +163,7 @@ impl Work {
                 | Self::FormAnswer
                 | Self::PaymentsPage
                 | Self::OperationRun
+                | Self::AgentRuns
         )
     }
 }
@@ -205,7 +212,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 22] = [
+static WORKLOADS: [Workload; 23] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -516,6 +523,20 @@ static WORKLOADS: [Workload; 22] = [
         open_loop_p99_ms: None,
         raw_sql: operations::RAW_RUN,
     },
+    Workload {
+        number: 23,
+        name: "sandbox agent runs of three tool calls (runs/s; p50, p99: a step)",
+        work: Work::AgentRuns,
+        connections: report::CONNECTIONS,
+        // issue 21: a job, four model turns and seven recorded, charged steps around three calls
+        min_ratio: Some(agents::MIN_RATIO),
+        min_rate: None,
+        max_p99_ms: Some(agents::MAX_P99_MS),
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: agents::RAW_CALLS,
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -543,6 +564,8 @@ struct Setup {
     data_records: u64,
     /// Listings of the drift check workload's shop.
     drift_listings: u64,
+    /// Agent runs per side of the agent workload.
+    agent_runs: u64,
 }
 
 /// What `cargo xtask bench` was asked for.
@@ -643,6 +666,7 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         order_inventory: if quick { commerce::QUICK_ORDER_INVENTORY } else { commerce::ORDER_INVENTORY },
         data_records: if quick { data_tables::QUICK_RECORDS } else { data_tables::RECORDS },
         drift_listings: if quick { publishing::QUICK_DRIFT_LISTINGS } else { publishing::DRIFT_LISTINGS },
+        agent_runs: if quick { agents::QUICK_RUNS } else { agents::RUNS },
     };
     if explain {
         explain::install(&setup.database_url).await?;
@@ -815,6 +839,7 @@ async fn measure(
             Work::FormAnswer => vec![run.form_answer(workload).await?],
             Work::PaymentsPage => vec![run.payments_page(workload).await?],
             Work::OperationRun => vec![run.operation_run(workload).await?],
+            Work::AgentRuns => vec![run.agent_runs(workload).await?],
             Work::ChatPublish | Work::DriftCheck => {
                 let (outcome, note) = if workload.work == Work::ChatPublish {
                     run.chat_publish(workload).await?
@@ -980,7 +1005,8 @@ impl Run<'_> {
             | Work::GroupSend
             | Work::FormAnswer
             | Work::PaymentsPage
-            | Work::OperationRun => 0,
+            | Work::OperationRun
+            | Work::AgentRuns => 0,
         })
     }
 
@@ -1102,10 +1128,11 @@ impl Run<'_> {
             | Work::GroupSend
             | Work::FormAnswer
             | Work::PaymentsPage
-            | Work::OperationRun => {
+            | Work::OperationRun
+            | Work::AgentRuns => {
                 return Err(
-                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing, payments and operations \
-                     workloads run on their own (see measure)"
+                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing, payments, operations and \
+                     agents workloads run on their own (see measure)"
                         .into(),
                 );
             }
@@ -1164,10 +1191,11 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
         | Work::GroupSend
         | Work::FormAnswer
         | Work::PaymentsPage
-        | Work::OperationRun => {
+        | Work::OperationRun
+        | Work::AgentRuns => {
             return Err(
-                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing, payments and operations \
-                 workloads run on their own (see measure)"
+                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing, payments, operations \
+                 and agents workloads run on their own (see measure)"
                     .into(),
             );
         }

@@ -3,6 +3,7 @@
 //! (`rmcp`, streamable HTTP) against the gateway on a loopback port, on PostgreSQL.
 
 mod account;
+mod agents;
 mod automations;
 mod chat;
 mod consent_page;
