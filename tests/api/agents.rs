@@ -586,10 +586,8 @@ async fn a_run_killed_mid_turn_resumes_in_another_process_without_repeating_a_st
     let run = res.json::<Value>().await.expect("JSON")["run_uuid"].as_str().expect("run_uuid").to_owned();
 
     // the second turn hangs at the model: wait for it to be under way, then kill the process
-    let under_way = format!(
-        "SELECT seq FROM agent_steps WHERE tenant_id = {} AND seq = 3 AND status = 'running'",
-        acme.tenant.0
-    );
+    let under_way =
+        format!("SELECT seq FROM agent_steps WHERE tenant_id = {} AND seq = 3 AND status = 'running'", acme.tenant.0);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while api_tests::sql_rows(&app.pool, &under_way).await.is_empty() {
         assert!(std::time::Instant::now() < deadline, "the second turn never started; log:\n{}", first.log());
@@ -609,14 +607,17 @@ async fn a_run_killed_mid_turn_resumes_in_another_process_without_repeating_a_st
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(steps(&done), [
-        step("model_turn", "fake-1", "completed"),
-        step("tool_call", "find_leads", "completed"),
-        step("model_turn", "fake-1", "interrupted"),
-        step("model_turn", "fake-1", "completed"),
-        step("tool_call", "set_lead_stage", "completed"),
-        step("model_turn", "fake-1", "completed"),
-    ]);
+    assert_eq!(
+        steps(&done),
+        [
+            step("model_turn", "fake-1", "completed"),
+            step("tool_call", "find_leads", "completed"),
+            step("model_turn", "fake-1", "interrupted"),
+            step("model_turn", "fake-1", "completed"),
+            step("tool_call", "set_lead_stage", "completed"),
+            step("model_turn", "fake-1", "completed"),
+        ]
+    );
     assert_eq!(done["steps"][2]["error"]["code"], "interrupted");
     assert_eq!(requests.load(Ordering::SeqCst), 4, "the lost turn asked again once, nothing else twice");
     assert_eq!(app.get(&lead_path(&lead), &acme.key).await.data()["stage"], "qualified");

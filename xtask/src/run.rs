@@ -75,6 +75,11 @@ pub async fn run(workspace: &Workspace, interrupts: &mut Interrupts, addr: &str)
     println!("Database: {database_url}");
     println!("API key: {key}");
     println!("curl -s -H 'Authorization: Bearer {key}' http://{addr}/api/v3/me");
+    // an agent task on the scripted sandbox model (docs/api.md, "Agent tasks")
+    let task = r#"{"instructions": "Find the demo leads.", "mode": "sync", "tools": ["find_leads"], "input": {"script": [{"tool": "find_leads", "arguments": {}}]}}"#;
+    println!(
+        "curl -s -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{task}' http://{addr}/api/engine/tasks"
+    );
     println!("MCP: http://{addr}/mcp (streamable HTTP), Authorization: Bearer {token} (docs/mcp.md)");
     println!("MCP over OAuth: add http://{addr}/mcp to a client and sign in as {DEMO_EMAIL} / {password}");
 

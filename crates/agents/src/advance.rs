@@ -569,6 +569,12 @@ fn refusal(error: &Error) -> Value {
     if let Some(reason) = &error.reason {
         body["reason"] = reason.clone().into();
     }
+    // what the refusal details (the scopes a grant misses...), as an MCP client reads them
+    for (key, value) in &error.details {
+        if let Some(members) = body.as_object_mut() {
+            members.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
     body
 }
 

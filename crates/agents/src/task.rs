@@ -25,28 +25,32 @@ pub const MAX_METADATA_VALUE_CHARS: usize = 500;
 #[serde(deny_unknown_fields)]
 pub struct TaskBody {
     /// What the model is to do (its system message), 1 to 20,000 characters.
+    #[schema(min_length = 1, max_length = 20_000)]
     pub instructions: String,
     /// What it is to work on: text, or an object given to the model as JSON (at most 100 kB).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(schema_with = input_schema)]
     pub input: Value,
     /// The tools it may call: MCP server names (`contacts`: every tool of that server) or tool
-    /// names (`update_lead_stage`), at most 50. None: the model only writes.
+    /// names (`set_lead_stage`), at most 50. None: the model only writes.
     #[serde(default)]
+    #[schema(max_items = 50)]
     pub tools: Vec<String>,
     /// The model to ask; the configured one when absent.
     #[serde(default)]
+    #[schema(max_length = 100)]
     pub model: Option<String>,
     #[serde(default)]
     pub limits: Limits,
     /// Tools (or servers) whose calls wait for a person's approval: the run stops at
     /// `requires_action` until `POST /api/engine/runs/{run_uuid}/approval` answers.
     #[serde(default)]
+    #[schema(max_items = 50)]
     pub require_approval: Vec<String>,
     /// Your own string values, kept and returned (at most 50 keys of 40 characters, values of
     /// 500).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(schema_with = metadata_schema)]
     pub metadata: Map<String, Value>,
     /// `async` (default): 202 with the queued run. `sync`: 200 with the run as it stands once
     /// it ended or a bounded wait passed; check its `status` either way.
@@ -77,10 +81,13 @@ impl Mode {
 #[schema(as = RunLimits)]
 pub struct Limits {
     /// Model turns and tool calls together, 1 to 100 (default 20).
+    #[schema(minimum = 1, maximum = 100)]
     pub max_steps: Option<i32>,
     /// Wall time from its start, 1 to 3,600 seconds (default 300).
+    #[schema(minimum = 1, maximum = 3_600)]
     pub max_seconds: Option<i32>,
     /// What it may cost, in minor units of the wallet's currency (no limit when absent).
+    #[schema(minimum = 0)]
     pub max_spend_minor: Option<i64>,
 }
 
@@ -93,7 +100,32 @@ pub struct Approval {
     pub approve: bool,
     /// Why, for the model when denied (at most 500 characters).
     #[serde(default)]
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
+}
+
+/// `input`: text, or an object.
+fn input_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ObjectBuilder::new().schema_type(Type::Object))
+        .into()
+}
+
+/// `metadata`: at most 50 keys of 1 to 40 characters, each with text of at most 500.
+fn metadata_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .max_properties(Some(MAX_METADATA_KEYS))
+        .property_names(Some(
+            ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(MAX_METADATA_KEY_CHARS)),
+        ))
+        .additional_properties(Some(AdditionalProperties::RefOr(
+            ObjectBuilder::new().schema_type(Type::String).max_length(Some(MAX_METADATA_VALUE_CHARS)).into(),
+        )))
+        .build()
 }
 
 /// A task as the run keeps it.
@@ -229,7 +261,7 @@ mod tests {
 
     fn select(names: &[String]) -> Result<Vec<String>, usize> {
         match names[0].as_str() {
-            "contacts" => Ok(vec!["find_leads".into(), "update_lead_stage".into()]),
+            "contacts" => Ok(vec!["find_leads".into(), "set_lead_stage".into()]),
             "find_leads" => Ok(vec!["find_leads".into()]),
             _ => Err(0),
         }
@@ -244,7 +276,7 @@ mod tests {
         };
         let checked = body.check(select).expect("valid");
         assert_eq!(checked.instructions, "Move the lead.");
-        assert_eq!(checked.tools, ["find_leads", "update_lead_stage"]);
+        assert_eq!(checked.tools, ["find_leads", "set_lead_stage"]);
         assert_eq!(checked.input, Value::String(String::new()));
         assert_eq!((checked.max_steps, checked.max_seconds, checked.max_spend_minor), (20, 300, None));
         assert_eq!(checked.mode, Mode::Async);

@@ -59,11 +59,11 @@ impl Elevation {
         match self {
             Self::Publish => "Publish: make drafts and products public",
             Self::Send => "Send: send messages and campaigns to your customers",
-            Self::Spend => "Spend: do what costs money from your balance",
+            Self::Spend => "Spend: do what costs money from your balance, agent runs included",
             Self::Delete => "Delete: remove records",
             Self::Write => "Write: create and change records",
             Self::Shape => "Shape: change data tables' columns and states",
-            Self::Automate => "Automate: start automations and agent tasks",
+            Self::Automate => "Automate: set up automations (event subscriptions and schedules)",
             Self::Approve => "Approve: decide approvals waiting on a person",
         }
     }
