@@ -109,6 +109,8 @@ mod tests {
         assert_eq!(rates.turn(TokenUsage { input_tokens: 1_000, output_tokens: 100 }), 28);
         assert_eq!(rates.turn(TokenUsage { input_tokens: 1, output_tokens: 0 }), 1);
         assert_eq!(rates.turn(TokenUsage::default()), 0);
-        assert_eq!(rates.turn(TokenUsage { input_tokens: i64::MAX, output_tokens: i64::MAX }), i64::MAX);
+        // no overflow: a price past what a wallet can hold is the most it can hold
+        let dear = RateCard { input_per_million_minor: i64::MAX, ..rates };
+        assert_eq!(dear.turn(TokenUsage { input_tokens: i64::MAX, output_tokens: i64::MAX }), i64::MAX);
     }
 }
