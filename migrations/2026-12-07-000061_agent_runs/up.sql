@@ -38,6 +38,8 @@ CREATE TABLE agent_runs (
     scopes            TEXT[],
     created_at        TIMESTAMPTZ NOT NULL,
     started_at        TIMESTAMPTZ,
+    -- time spent waiting for approvals, which the time limit does not count
+    waited_ms         BIGINT NOT NULL DEFAULT 0,
     finished_at       TIMESTAMPTZ,
     -- a run waiting for an approval expires at this time
     expires_at        TIMESTAMPTZ,

@@ -143,7 +143,7 @@ where
 }
 
 /// Each step's type, name and status.
-fn steps(run: &Value) -> Vec<(String, String, String)> {
+pub(crate) fn steps(run: &Value) -> Vec<(String, String, String)> {
     run["steps"]
         .as_array()
         .unwrap_or_else(|| panic!("steps in {run}"))
@@ -155,7 +155,7 @@ fn steps(run: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn step(kind: &str, name: &str, status: &str) -> (String, String, String) {
+pub(crate) fn step(kind: &str, name: &str, status: &str) -> (String, String, String) {
     (kind.to_owned(), name.to_owned(), status.to_owned())
 }
 
@@ -476,6 +476,8 @@ async fn a_call_that_needs_approval_waits_for_a_person_and_sync_mode_answers_the
     assert_eq!(app.get(&lead_path(&lead), &acme.key).await.data()["stage"], "new", "not before the approval");
     let run = uuid_of(&res);
 
+    // a person takes ten minutes, twice the run's time limit: waiting does not count
+    app.clock.advance(time::Duration::minutes(10));
     let approved = app.post(&format!("{RUNS}/{run}/approval"), &acme.key, json!({"approve": true})).await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     app.run_jobs().await;

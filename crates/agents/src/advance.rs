@@ -29,12 +29,7 @@ pub struct Advance {
 
 impl Advance {
     /// Queues the run's next steps, inside the caller's transaction.
-    pub(crate) async fn queue(
-        conn: &mut store::Conn,
-        tenant: TenantId,
-        run: Uuid,
-        _now: OffsetDateTime,
-    ) -> Result<(), Error> {
+    pub(crate) async fn queue(conn: &mut store::Conn, tenant: TenantId, run: Uuid) -> Result<(), Error> {
         let options = Enqueue { tenant_id: Some(tenant), ..Enqueue::default() };
         store::jobs::enqueue(conn, &Advance { run }, options).await.map(drop)
     }
@@ -182,7 +177,8 @@ impl AgentService {
             self.finish(&mut conn, tenant, id, step.seq, "interrupted", None, Some(error)).await?;
             return Ok(Next::Again);
         }
-        let elapsed = now - run.started_at.unwrap_or(now);
+        // the time limit counts the run's own time, not its waits for a person's approval
+        let elapsed = now - run.started_at.unwrap_or(now) - time::Duration::milliseconds(run.waited_ms);
         let limit = time::Duration::seconds(i64::from(run.max_seconds));
         if elapsed >= limit {
             let message = format!("The run reached its time limit of {} seconds.", run.max_seconds);

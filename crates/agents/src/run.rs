@@ -155,7 +155,7 @@ pub const STATUSES: [&str; 7] = ["queued", "running", "requires_action", "comple
 const COLUMNS: &str =
     "id, tenant_id, status, instructions, input, tools, require_approval, model, max_steps, max_seconds,
     max_spend_minor, metadata, mode, output, error, input_tokens, output_tokens, tool_calls, cost_minor, currency,
-    created_by, credential, credential_id, scopes, created_at, started_at, finished_at, expires_at,
+    created_by, credential, credential_id, scopes, created_at, started_at, waited_ms, finished_at, expires_at,
     (SELECT count(*) FROM agent_steps s WHERE s.tenant_id = r.tenant_id AND s.run_id = r.id AND s.kind = 'model_turn')
         AS model_turns";
 
@@ -213,6 +213,8 @@ pub(crate) struct Row {
     pub created_at: OffsetDateTime,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     pub started_at: Option<OffsetDateTime>,
+    #[diesel(sql_type = BigInt)]
+    pub waited_ms: i64,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     pub finished_at: Option<OffsetDateTime>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -453,7 +455,7 @@ impl AgentService {
         .prepared()
         .execute(conn)
         .await?;
-        Advance::queue(conn, tenant, id, now).await
+        Advance::queue(conn, tenant, id).await
     }
 
     /// Polls run `id` until it is no longer queued or running, or `wait` passes.
@@ -590,8 +592,13 @@ impl AgentService {
             },
         });
         let answered = diesel::sql_query(
-            "WITH run AS (
-                 UPDATE agent_runs SET status = 'running', expires_at = NULL
+            "WITH waiting AS (
+                 SELECT started_at FROM agent_steps
+                 WHERE tenant_id = $1 AND run_id = $2 AND status = 'awaiting_approval'),
+             run AS (
+                 UPDATE agent_runs SET status = 'running', expires_at = NULL,
+                     waited_ms = waited_ms + coalesce(
+                         (SELECT (extract(epoch FROM $5 - started_at) * 1000)::bigint FROM waiting), 0)
                  WHERE tenant_id = $1 AND id = $2 AND status = 'requires_action' RETURNING id)
              UPDATE agent_steps SET status = CASE WHEN $3 THEN 'approved' ELSE 'denied' END,
                  error = CASE WHEN $3 THEN NULL ELSE $4 END,
@@ -610,7 +617,7 @@ impl AgentService {
             let run = self.read(tenant, id.0).await?;
             return Err(Error::conflict(format!("The run waits for no approval: it is {}.", run.status)));
         }
-        Advance::queue(&mut conn, tenant, id.0, now).await?;
+        Advance::queue(&mut conn, tenant, id.0).await?;
         drop(conn);
         self.read(tenant, id.0).await
     }

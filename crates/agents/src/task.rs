@@ -83,7 +83,7 @@ pub struct Limits {
     /// Model turns and tool calls together, 1 to 100 (default 20).
     #[schema(minimum = 1, maximum = 100)]
     pub max_steps: Option<i32>,
-    /// Wall time from its start, 1 to 3,600 seconds (default 300).
+    /// Wall time from its start, not counting waits for an approval: 1 to 3,600 seconds (default 300).
     #[schema(minimum = 1, maximum = 3_600)]
     pub max_seconds: Option<i32>,
     /// What it may cost, in minor units of the wallet's currency (no limit when absent).

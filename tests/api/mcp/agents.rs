@@ -11,6 +11,7 @@ use api_tests::{TestApp, json, sql_rows};
 use serde_json::Value;
 
 use super::support::*;
+use crate::agents::{step, steps};
 use crate::leads::support::create as create_lead;
 
 const PATH: &str = "/mcp/v1/agents";
@@ -45,23 +46,6 @@ fn scripted(calls: &[(&str, Value)], output: &str) -> Value {
         calls.iter().map(|(tool, arguments)| json!({"tool": tool, "arguments": arguments})).collect();
     let tools: Vec<&str> = calls.iter().map(|(tool, _)| *tool).collect();
     json!({"instructions": "Follow the script.", "input": {"script": script, "output": output}, "tools": tools})
-}
-
-/// Each step's type, name and status.
-fn steps(run: &Value) -> Vec<(String, String, String)> {
-    run["steps"]
-        .as_array()
-        .unwrap_or_else(|| panic!("steps in {run}"))
-        .iter()
-        .map(|s| {
-            let text = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
-            (text("type"), text("name"), text("status"))
-        })
-        .collect()
-}
-
-fn step(kind: &str, name: &str, status: &str) -> (String, String, String) {
-    (kind.to_owned(), name.to_owned(), status.to_owned())
 }
 
 fn uuid_of(run: &Value) -> String {
