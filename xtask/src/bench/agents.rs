@@ -103,7 +103,12 @@ fn ms(sorted: &[Duration], p: f64) -> f64 {
 
 fn spread(label: &str, mut values: Vec<Duration>) -> String {
     values.sort_unstable();
-    format!("{label} p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms", ms(&values, 50.0), ms(&values, 99.0), ms(&values, 100.0))
+    format!(
+        "{label} p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        ms(&values, 50.0),
+        ms(&values, 99.0),
+        ms(&values, 100.0)
+    )
 }
 
 fn micros(us: i64) -> Duration {
@@ -421,11 +426,7 @@ impl Run<'_> {
 
 /// The three calls on `lead`, one after another, each timed into `times`.
 async fn direct(api: &super::api::Api, lead: &str, n: u64, times: &Mutex<Vec<Duration>>) -> OpResult {
-    let calls = [
-        json!({"lead": lead}),
-        json!({"lead": lead, "stage": STAGE}),
-        json!({"lead": lead, "body": note(n)}),
-    ];
+    let calls = [json!({"lead": lead}), json!({"lead": lead, "stage": STAGE}), json!({"lead": lead, "body": note(n)})];
     let mut took = [Duration::ZERO; 3];
     for ((tool, arguments), took) in TOOLS.iter().zip(calls).zip(&mut took) {
         let began = Instant::now();
