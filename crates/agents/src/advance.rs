@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use store::Prepare as _;
 use store::jobs::{Enqueue, Job, JobContext, JobError};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::AgentService;
@@ -576,6 +575,8 @@ fn refusal(error: &Error) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use time::OffsetDateTime;
+
     use super::*;
 
     fn step(seq: i32, kind: &str, status: &str, call_id: Option<&str>, tool_calls: Option<Value>) -> Step {
