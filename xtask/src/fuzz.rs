@@ -110,6 +110,7 @@ const RULES: &[(&str, &str)] = &[
     ("PATCH /api/v3/data/tables/{table}/records/{record}", "the table's columns, defined at run time"),
     ("GET /api/v3/data/tables/{table}/records", "a filter naming the table's run-time columns"),
     ("GET /api/v3/data/groups/{group}/overview", "from before to"),
+    ("GET /api/engine/runs", "metadata_key and metadata_value together"),
     (
         "POST /api/engine/tasks",
         "instructions not blank; tool and server names the workspace offers (not agents); require_approval among the tools",

@@ -127,10 +127,12 @@ pub struct Step {
 #[into_params(parameter_in = Query)]
 pub struct RunQuery {
     /// Only runs in this status.
+    #[param(pattern = "^(queued|running|requires_action|completed|failed|cancelled|expired)$")]
     pub status: Option<String>,
     /// The `next_before` of the previous page (a `run_uuid`).
+    #[param(value_type = Option<uuid::Uuid>)]
     pub before: Option<String>,
-    /// Runs per page (default 20, cap 100).
+    /// Runs per page (default 20, cap 100: more reads as 100, less than 1 as 20).
     #[param(value_type = Option<i64>)]
     pub limit: Option<String>,
     /// Only runs whose `metadata` holds this key with `metadata_value` (both or neither).
@@ -501,9 +503,11 @@ impl AgentService {
         Self::may_run(caller)?;
         let limit = match query.limit.as_deref().map(str::trim) {
             None | Some("") => DEFAULT_LIMIT,
+            // as the event log reads it: past the cap is the cap, below one the default
             Some(raw) => match raw.parse::<i64>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                _ => return Err(Error::field("limit", format!("The limit is an integer from 1 to {MAX_LIMIT}."))),
+                Ok(n) if n > 0 => n.min(MAX_LIMIT),
+                Ok(_) => DEFAULT_LIMIT,
+                Err(_) => return Err(Error::field("limit", "The limit must be an integer.")),
             },
         };
         if let Some(status) = query.status.as_deref().filter(|s| !STATUSES.contains(s)) {

@@ -104,12 +104,13 @@ pub struct Approval {
     pub reason: Option<String>,
 }
 
-/// `input`: text, or an object.
+/// `input`: text, or an object (`null` reads as no input).
 fn input_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
     OneOfBuilder::new()
         .item(ObjectBuilder::new().schema_type(Type::String))
         .item(ObjectBuilder::new().schema_type(Type::Object))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
         .into()
 }
 
