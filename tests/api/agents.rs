@@ -441,6 +441,14 @@ async fn runs_are_their_tenants_own() {
     assert_eq!(app.get(&format!("{RUNS}/{run}"), &acme.key).await.status, 200);
     let unknown = app.get(&format!("{RUNS}?status=paused"), &acme.key).await;
     assert_eq!(unknown.status, 422, "{}", unknown.body);
+    // an empty `before` is no run_uuid either, and a step number is a number
+    assert_eq!(app.get(&format!("{RUNS}?before="), &acme.key).await.status, 422);
+    let req = actix_web::test::TestRequest::get()
+        .uri(&format!("{RUNS}/{run}/events"))
+        .insert_header(("Authorization", format!("Bearer {}", acme.key)))
+        .insert_header(("Last-Event-ID", "2147483648"));
+    let res = app.send(req).await;
+    assert_eq!((res.status, &res.body["error"]["code"]), (422, &json!("validation_error")), "{}", res.body);
 }
 
 /// Moves the lead it is given, with no lookup.

@@ -24,4 +24,5 @@ mod scale_out;
 mod secrets;
 mod smoke;
 mod sms;
+mod voice;
 mod webhooks;

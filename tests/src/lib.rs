@@ -304,6 +304,43 @@ where
         messaging::channels::add_sender(&mut conn, tenant, sender).await.expect("sender");
     }
 
+    /// The voice sandbox every sandbox voice channel of this app shares.
+    pub fn voice_sandbox(&self) -> &providers::VoiceSandbox {
+        self.messaging.gateways().voice_sandbox()
+    }
+
+    /// Gives `tenant` a voice channel `code` calling from `number`: the sandbox, or Africa's
+    /// Talking at `base_url` (a fake provider on 127.0.0.1).
+    pub async fn voice_route(
+        &self,
+        tenant: TenantId,
+        code: &str,
+        base_url: Option<&str>,
+        number: &str,
+    ) -> messaging::channels::Channel {
+        use messaging::channels::{NewChannel, NewSender};
+        let mut conn = self.conn().await;
+        let channel = NewChannel {
+            kind: "voice".into(),
+            provider: if base_url.is_some() { "africastalking" } else { "sandbox" }.into(),
+            code: Some(code.into()),
+            base_url: base_url.map(Into::into),
+            username: base_url.map(|_| "sandbox".into()),
+            api_key: base_url.map(|_| format!("atsk_{code}")),
+            throughput_per_second: None,
+        };
+        let channel = messaging::channels::add(&mut conn, &self.keyring, tenant, channel).await.expect("channel");
+        let sender = NewSender {
+            channel: code.into(),
+            kind: "phone_number".into(),
+            value: number.into(),
+            label: None,
+            status: None,
+        };
+        messaging::channels::add_sender(&mut conn, tenant, sender).await.expect("number");
+        channel
+    }
+
     pub async fn conn(&self) -> store::PooledConn {
         store::connect_system(&self.pool).await.expect("connection")
     }

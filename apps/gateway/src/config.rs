@@ -289,6 +289,7 @@ fn messaging_config(job_lease: std::time::Duration) -> Result<messaging::Messagi
                 .ok_or_else(|| format!("SVC_CHAT_BILLING={raw:?}: use message or conversation"))?,
         },
         chat_price_minor: parsed("SVC_CHAT_PRICE_MINOR", defaults.chat_price_minor)?,
+        voice_price_minor: parsed("SVC_VOICE_PRICE_MINOR", defaults.voice_price_minor)?,
     })
 }
 

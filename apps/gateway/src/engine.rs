@@ -126,7 +126,7 @@ const EVENTS_FOR: Duration = Duration::from_secs(15 * 60);
 #[utoipa::path(get, path = "/api/engine/runs/{run_uuid}/events", operation_id = "agent_run_events", tag = "Agent tasks",
     params(("run_uuid" = uuid::Uuid, Path),
         ("Last-Event-ID" = Option<i32>, Header, description = "resume after this step")),
-    responses((status = 200, description = "text/event-stream of `step` and `run` events", content_type = "text/event-stream", body = String),
+    responses((status = 200, description = "text/event-stream of `step` and `run` events", content_type = "text/event-stream", body = AgentRunEvent),
         (status = 404, body = DataErrorEnvelope), Refusals),
     security(("bearer" = [])))]
 pub async fn events(
@@ -136,12 +136,12 @@ pub async fn events(
     run: web::Path<String>,
 ) -> Result<HttpResponse, DataError> {
     let run: RunId = parse_id(&run, "Run")?;
-    let after = request
-        .headers()
-        .get("Last-Event-ID")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .unwrap_or(0);
+    let after = match request.headers().get("Last-Event-ID") {
+        None => 0,
+        Some(value) => value.to_str().ok().and_then(|v| v.trim().parse::<i32>().ok()).ok_or_else(|| {
+            kernel::Error::field("Last-Event-ID", "The Last-Event-ID is the seq of the last step event read.")
+        })?,
+    };
     // the first look answers a 404 as a refusal, before the stream starts
     let first = state.agents.progress(&auth.0, run, after).await?;
     let stream = Progress { service: state.agents.clone(), caller: auth.0, run, after, first: Some(first) }.stream();
@@ -150,6 +150,20 @@ pub async fn events(
         .insert_header((CACHE_CONTROL, "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"))
         .streaming(stream))
+}
+
+/// One event of the stream, as a reader of its lines sees it (the OpenAPI 3.1 way: the
+/// `text/event-stream` schema describes each event).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // the stream writes these lines itself; this only describes them
+struct AgentRunEvent {
+    /// `step` or `run`.
+    #[schema(pattern = "^(step|run)$")]
+    event: String,
+    /// The step (an `AgentStep`) or the run (an `AgentRun` without its steps) as JSON.
+    data: String,
+    /// On `step` events, the step's `seq`.
+    id: Option<String>,
 }
 
 /// What the events stream has told so far.

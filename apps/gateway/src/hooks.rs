@@ -21,6 +21,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/hooks/chat/{token}").route(web::get().to(chat_challenge)).route(web::post().to(chat_delivery)),
     );
     cfg.service(web::resource("/hooks/payments/{token}").route(web::post().to(payment_result)));
+    cfg.service(web::resource("/hooks/voice/{token}").route(web::post().to(voice)));
+}
+
+/// The voice provider's callback (Africa's Talking's voice callback URL of the number): a live
+/// call asks for its next actions (answered with the provider's XML), an ended one says how it
+/// ended. Unknown calls are logged and answered with no actions.
+#[utoipa::path(post, path = "/hooks/voice/{token}", operation_id = "voice_callback", tag = "Provider callbacks",
+    params(("token" = String, Path, description = "the voice channel's callback secret")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "the next actions, as the provider's XML", content_type = "application/xml", body = String),
+        (status = 404, body = ErrorEnvelope), (status = 422, body = ErrorEnvelope)))]
+pub async fn voice(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    token: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let (content_type, answer) = state.messaging.voice_callback(&token, content_type(&req), &body).await?;
+    Ok(HttpResponse::Ok().content_type(content_type).body(answer))
 }
 
 /// The mobile-money provider's result of a payment prompt (M-Pesa's STK callback). The token is

@@ -132,20 +132,31 @@ struct Taken {
     billing_mode: String,
 }
 
+/// Takes `amount_minor` for work already done (a call's minutes after the first), even below
+/// zero: the next debit of a prepaid wallet is refused until it is topped up.
+pub async fn take(conn: &mut Conn, tenant: TenantId, amount_minor: i64, note: &str) -> Result<(), Error> {
+    if amount_minor <= 0 {
+        return Ok(());
+    }
+    adjust(conn, tenant, -amount_minor, "debit", note).await
+}
+
 /// Gives back what a debit took for work that was not done (a message the provider refused).
 pub async fn refund(conn: &mut Conn, tenant: TenantId, amount_minor: i64, note: &str) -> Result<(), Error> {
     if amount_minor <= 0 {
         return Ok(());
     }
+    adjust(conn, tenant, amount_minor, "refund", note).await
+}
+
+/// Moves the balance by `delta` unconditionally, with its ledger entry of `|delta|`.
+async fn adjust(conn: &mut Conn, tenant: TenantId, delta: i64, kind: &str, note: &str) -> Result<(), Error> {
     let balance: i64 = diesel::update(wallets::table.find(tenant.0))
-        .set((
-            wallets::balance_minor.eq(wallets::balance_minor + amount_minor),
-            wallets::updated_at.eq(diesel::dsl::now),
-        ))
+        .set((wallets::balance_minor.eq(wallets::balance_minor + delta), wallets::updated_at.eq(diesel::dsl::now)))
         .returning(wallets::balance_minor)
         .get_result(conn)
         .await?;
-    ledger(conn, tenant, "refund", amount_minor, balance, Some(note)).await
+    ledger(conn, tenant, kind, delta.abs(), balance, Some(note)).await
 }
 
 /// Whether the wallet could pay `amount_minor` now (always, when postpaid).

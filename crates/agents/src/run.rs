@@ -32,7 +32,7 @@ pub struct Run {
     /// `completed`, `failed`, `cancelled` or `expired` (an approval never came).
     pub status: String,
     pub instructions: String,
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::task::kept_input_schema)]
     pub input: Value,
     /// The tools it may call (the names given, resolved to tools).
     pub tools: Vec<String>,
@@ -517,7 +517,7 @@ impl AgentService {
             ));
         }
         let before = match query.before.as_deref() {
-            None | Some("") => None,
+            None => None,
             Some(raw) => {
                 Some(Uuid::parse_str(raw.trim()).map_err(|_| Error::field("before", "A run_uuid from next_before."))?)
             }

@@ -106,12 +106,23 @@ pub struct Approval {
 
 /// `input`: text, or an object (`null` reads as no input).
 fn input_schema() -> utoipa::openapi::schema::Schema {
+    input_as_kept(true)
+}
+
+/// A run's `input` as kept: text or an object (no input is kept as empty text).
+pub(crate) fn kept_input_schema() -> utoipa::openapi::schema::Schema {
+    input_as_kept(false)
+}
+
+fn input_as_kept(or_null: bool) -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-    OneOfBuilder::new()
+    let one_of = OneOfBuilder::new()
         .item(ObjectBuilder::new().schema_type(Type::String))
-        .item(ObjectBuilder::new().schema_type(Type::Object))
-        .item(ObjectBuilder::new().schema_type(Type::Null))
-        .into()
+        .item(ObjectBuilder::new().schema_type(Type::Object));
+    match or_null {
+        true => one_of.item(ObjectBuilder::new().schema_type(Type::Null)).into(),
+        false => one_of.into(),
+    }
 }
 
 /// `metadata`: at most 50 keys of 1 to 40 characters, each with text of at most 500.

@@ -10,8 +10,8 @@ use store::{Conn, Prepare};
 
 use crate::schema::{channels, senders, sms_rates};
 
-/// `sms` or `chat`.
-pub const KINDS: &[&str] = &["sms", "chat"];
+/// `sms`, `chat` or `voice`.
+pub const KINDS: &[&str] = &["sms", "chat", "voice"];
 /// Providers the service can reach.
 pub const PROVIDERS: &[&str] = &["sandbox", "africastalking"];
 /// Sender identity types (contract: `GET /sms/senders`).
@@ -73,8 +73,12 @@ fn credentials(new: &NewChannel) -> Result<serde_json::Value, Error> {
             let (Some(username), Some(api_key)) = (new.username.as_deref(), new.api_key.as_deref()) else {
                 return Err(Error::validation("Africa's Talking needs --username and --api-key."));
             };
+            let base_url = match new.kind.as_str() {
+                "voice" => providers::AfricasTalkingVoice::DEFAULT_BASE_URL,
+                _ => providers::AfricasTalkingConfig::DEFAULT_BASE_URL,
+            };
             serde_json::json!({
-                "base_url": new.base_url.as_deref().unwrap_or(providers::AfricasTalkingConfig::DEFAULT_BASE_URL),
+                "base_url": new.base_url.as_deref().unwrap_or(base_url),
                 "username": username,
                 "api_key": api_key,
             })
@@ -86,7 +90,7 @@ fn credentials(new: &NewChannel) -> Result<serde_json::Value, Error> {
 /// Adds a channel; its credentials are sealed with `keyring`.
 pub async fn add(conn: &mut Conn, keyring: &Keyring, tenant: TenantId, new: NewChannel) -> Result<Channel, Error> {
     if !KINDS.contains(&new.kind.as_str()) {
-        return Err(Error::field("kind", "The kind must be sms or chat."));
+        return Err(Error::field("kind", "The kind must be sms, chat or voice."));
     }
     if !PROVIDERS.contains(&new.provider.as_str()) {
         return Err(Error::field("provider", "The provider must be sandbox or africastalking."));
@@ -381,13 +385,18 @@ pub struct RateCard {
 impl RateCard {
     /// `fallback` is the service's default price, for numbers no rate of the tenant matches.
     pub async fn load(conn: &mut Conn, tenant: TenantId, fallback: i64) -> Result<Self, Error> {
-        let mut rates: Vec<(String, i64)> = sms_rates::table
+        let rates: Vec<(String, i64)> = sms_rates::table
             .filter(sms_rates::tenant_id.eq(tenant.0))
             .select((sms_rates::prefix, sms_rates::price_minor))
             .load(conn)
             .await?;
+        Ok(Self::from_rates(rates, fallback))
+    }
+
+    /// A card of `(prefix, price)` rows (the voice rates per minute use it too).
+    pub(crate) fn from_rates(mut rates: Vec<(String, i64)>, fallback: i64) -> Self {
         rates.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
-        Ok(Self { rates, fallback })
+        Self { rates, fallback }
     }
 
     /// The price of one segment to `number` (E.164, with or without `+`).

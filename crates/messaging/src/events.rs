@@ -73,6 +73,48 @@ fn campaign(status: CampaignStatus, reason: Option<&str>) -> Value {
     crate::campaigns::event_payload(campaign, reason.map(str::to_owned))
 }
 
+fn call(kind: &str, status: &str) -> crate::voice::CallRecord {
+    let at = datetime!(2026-11-26 09:30 UTC);
+    let answered = status != "busy" && status != "no_answer";
+    let seconds = if answered { 48 } else { 0 };
+    crate::voice::CallRecord {
+        id: 9_214,
+        uid: "call_6b0f3c1e9d2a4f7b8c5e1a0d3f6b9c2e".to_owned(),
+        tenant_id: 1,
+        kind: kind.to_owned(),
+        direction: "outbound".to_owned(),
+        channel_id: 5,
+        caller: Some("+255222110000".to_owned()),
+        recipient: "+255712345678".to_owned(),
+        status: status.to_owned(),
+        error: (status == "failed").then(|| crate::voice::callbacks::HUNG_UP_EARLY.to_owned()),
+        plan: Value::Null,
+        language: "en".to_owned(),
+        position: None,
+        attempts: 0,
+        digits: (kind == "call").then(|| "2".to_owned()),
+        provider_call_id: Some("ATVId_4c1d9e2b7a6f".to_owned()),
+        provider_cost: None,
+        duration_seconds: seconds,
+        billed_minutes: if answered { 1 } else { 0 },
+        rate_minor: 5_000,
+        price_minor: if answered { 5_000 } else { 0 },
+        recording_url: (kind == "call").then(|| "https://recordings.example/ATVId_4c1d9e2b7a6f.mp3".to_owned()),
+        feedback_score: (kind == "call").then_some(5),
+        metadata: None,
+        scheduled_at: None,
+        created_at: at,
+        updated_at: at,
+        answered_at: answered.then_some(at),
+        ended_at: (status != "in_progress").then_some(at),
+    }
+}
+
+/// A call event's payload, as the emitter writes it.
+fn call_event(name: &str, call: crate::voice::CallRecord) -> Value {
+    call.event_payload(name, call.error.as_deref())
+}
+
 /// `(event, payload)` for every event messaging emits.
 pub fn samples() -> Vec<(&'static str, Value)> {
     vec![
@@ -82,5 +124,14 @@ pub fn samples() -> Vec<(&'static str, Value)> {
         ("message.received", message("received").event_payload()),
         ("campaign.completed", campaign(CampaignStatus::Completed, None)),
         ("campaign.failed", campaign(CampaignStatus::Cancelled, Some(crate::send::NO_ROUTE))),
+        ("voice.otp.answered", call_event("voice.otp.answered", call("otp", "in_progress"))),
+        ("voice.otp.completed", call_event("voice.otp.completed", call("otp", "completed"))),
+        ("voice.otp.failed", call_event("voice.otp.failed", call("otp", "failed"))),
+        ("voice.message.answered", call_event("voice.message.answered", call("message", "in_progress"))),
+        ("voice.message.completed", call_event("voice.message.completed", call("message", "completed"))),
+        ("voice.message.failed", call_event("voice.message.failed", call("message", "failed"))),
+        ("call.completed", call_event("call.completed", call("call", "completed"))),
+        ("call.recording_ready", call_event("call.recording_ready", call("call", "in_progress"))),
+        ("call.feedback_ready", call_event("call.feedback_ready", call("call", "in_progress"))),
     ]
 }

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernel::Error;
+use providers::voice_sandbox::VoiceSandboxConfig;
 use providers::{
-    AfricasTalking, AfricasTalkingConfig, ChatGateway, ChatSandbox, ChatSandboxConfig, Cloud, CloudConfig,
-    OutboundChat, OutboundSms, Sandbox, SendError, SendOutcome, SmsGateway,
+    AfricasTalking, AfricasTalkingConfig, AfricasTalkingVoice, ChatGateway, ChatSandbox, ChatSandboxConfig, Cloud,
+    CloudConfig, OutboundChat, OutboundSms, Sandbox, SendError, SendOutcome, SmsGateway, VoiceGateway, VoiceSandbox,
 };
 
 use crate::channels::Channel;
@@ -50,6 +51,7 @@ pub struct Gateways {
     client: reqwest::Client,
     sandbox: Arc<Sandbox>,
     chat_sandbox: Arc<ChatSandbox>,
+    voice_sandbox: Arc<VoiceSandbox>,
     timeout: Duration,
     keyring: store::secrets::Keyring,
     /// Channels whose provider let a call time out, until when this process leaves them be.
@@ -66,7 +68,9 @@ impl Gateways {
     ) -> Self {
         let chat = ChatSandboxConfig { delivery_delay: sandbox.config().delivery_delay, ..Default::default() };
         let chat_sandbox = Arc::new(ChatSandbox::new(chat));
-        Self { client, sandbox, chat_sandbox, timeout, keyring, stalled: Arc::default() }
+        let voice = VoiceSandboxConfig { answer_delay: sandbox.config().delivery_delay, ..Default::default() };
+        let voice_sandbox = Arc::new(VoiceSandbox::new(voice));
+        Self { client, sandbox, chat_sandbox, voice_sandbox, timeout, keyring, stalled: Arc::default() }
     }
 
     /// The same, with this chat sandbox (its review time and clock from the configuration).
@@ -142,23 +146,52 @@ impl Gateways {
     pub fn sms(&self, channel: &Channel) -> Result<Arc<dyn SmsGateway>, Error> {
         match channel.provider.as_str() {
             "sandbox" => Ok(self.sandbox.clone()),
-            "africastalking" => {
-                // the operator's log names the missing key; the message's reason only says why
-                let credentials = crate::credentials::open(&self.keyring, &channel.credentials).map_err(|e| {
-                    tracing::error!(channel = channel.id, error = %e.message, "a channel's credentials cannot be opened");
-                    Error::internal("the channel's credentials cannot be opened: is the key that sealed them configured?")
-                })?;
-                let field = |name: &str| credentials[name].as_str().unwrap_or_default().to_owned();
-                let config = AfricasTalkingConfig {
-                    base_url: field("base_url"),
-                    username: field("username"),
-                    api_key: field("api_key"),
-                    timeout: self.timeout,
-                };
-                Ok(Arc::new(AfricasTalking::new(self.client.clone(), config)))
-            }
+            "africastalking" => Ok(Arc::new(AfricasTalking::new(self.client.clone(), self.africastalking(channel)?))),
             other => Err(Error::internal(format!("channel {} has an unknown provider {other}", channel.id))),
         }
+    }
+
+    /// The voice sandbox every sandbox voice channel of this process shares (tests count its calls).
+    pub fn voice_sandbox(&self) -> &Arc<VoiceSandbox> {
+        &self.voice_sandbox
+    }
+
+    /// The voice provider of a voice channel.
+    pub fn voice(&self, channel: &Channel) -> Result<Arc<dyn VoiceGateway>, Error> {
+        match channel.provider.as_str() {
+            "sandbox" => Ok(self.voice_sandbox.clone()),
+            "africastalking" => {
+                Ok(Arc::new(AfricasTalkingVoice::new(self.client.clone(), self.africastalking(channel)?)))
+            }
+            other => Err(Error::internal(format!("voice channel {} has an unknown provider {other}", channel.id))),
+        }
+    }
+
+    /// The client that reads a voice channel's callbacks (no credentials needed).
+    pub fn voice_reader(&self, channel: &Channel) -> Result<Arc<dyn VoiceGateway>, Error> {
+        match channel.provider.as_str() {
+            "africastalking" => {
+                let config = AfricasTalkingConfig::new(String::new(), String::new());
+                Ok(Arc::new(AfricasTalkingVoice::new(self.client.clone(), config)))
+            }
+            _ => self.voice(channel),
+        }
+    }
+
+    /// An Africa's Talking channel's account, its credentials opened.
+    fn africastalking(&self, channel: &Channel) -> Result<AfricasTalkingConfig, Error> {
+        // the operator's log names the missing key; the message's reason only says why
+        let credentials = crate::credentials::open(&self.keyring, &channel.credentials).map_err(|e| {
+            tracing::error!(channel = channel.id, error = %e.message, "a channel's credentials cannot be opened");
+            Error::internal("the channel's credentials cannot be opened: is the key that sealed them configured?")
+        })?;
+        let field = |name: &str| credentials[name].as_str().unwrap_or_default().to_owned();
+        Ok(AfricasTalkingConfig {
+            base_url: field("base_url"),
+            username: field("username"),
+            api_key: field("api_key"),
+            timeout: self.timeout,
+        })
     }
 
     /// The client that reads a channel's callbacks. Reading needs no credentials, so a

@@ -60,6 +60,7 @@ pub mod segments;
 pub mod send;
 mod service;
 pub mod status;
+pub mod voice;
 
 pub use messages::{Message, MessageFilter, MessageRef};
 pub use send::{SendBody, SendRequest, SendResult};

@@ -370,6 +370,53 @@ diesel::table! {
     }
 }
 
+// Voice (migrations/2026-12-07-000062_voice).
+
+diesel::table! {
+    voice_rates (tenant_id, prefix) {
+        tenant_id -> BigInt,
+        prefix -> Text,
+        price_minor -> BigInt,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    calls (id) {
+        id -> BigInt,
+        uid -> Text,
+        tenant_id -> BigInt,
+        kind -> Text,
+        direction -> Text,
+        channel_id -> BigInt,
+        caller -> Nullable<Text>,
+        recipient -> Text,
+        status -> Text,
+        error -> Nullable<Text>,
+        plan -> Jsonb,
+        language -> Text,
+        position -> Nullable<Text>,
+        attempts -> SmallInt,
+        digits -> Nullable<Text>,
+        provider_call_id -> Nullable<Text>,
+        provider_cost -> Nullable<Text>,
+        duration_seconds -> Integer,
+        billed_minutes -> Integer,
+        rate_minor -> BigInt,
+        price_minor -> BigInt,
+        recording_url -> Nullable<Text>,
+        feedback_score -> Nullable<SmallInt>,
+        metadata -> Nullable<Jsonb>,
+        scheduled_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        answered_at -> Nullable<Timestamptz>,
+        ended_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(calls -> channels (channel_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
     channels,
     senders,
@@ -390,5 +437,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     chat_form_accounts,
     chat_form_flows,
     chat_form_sends,
-    chat_form_answers
+    chat_form_answers,
+    voice_rates,
+    calls
 );

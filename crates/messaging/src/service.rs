@@ -41,6 +41,8 @@ pub struct MessagingConfig {
     /// How chat messages are charged, and the price (docs/api.md, "Chat billing").
     pub chat_billing: crate::chat::send::ChatBilling,
     pub chat_price_minor: i64,
+    /// Price of one started minute of a call when the tenant's voice rates have no match.
+    pub voice_price_minor: i64,
 }
 
 impl Default for MessagingConfig {
@@ -62,6 +64,7 @@ impl Default for MessagingConfig {
             opt_in_keywords: ["START", "UNSTOP", "YES"].map(String::from).to_vec(),
             chat_billing: crate::chat::send::ChatBilling::PerMessage,
             chat_price_minor: 1_000,
+            voice_price_minor: 5_000,
         }
     }
 }
@@ -146,7 +149,9 @@ impl MessagingService {
             .register::<crate::chat::orders::TakeChatOrder>(self.clone())
             .register::<crate::chat::groups::ConfirmGroup>(self.clone())
             .register::<crate::chat::forms::publish::RetireVersion>(self.clone())
-            .register::<crate::chat::groups::updates::SendInvites>(self.clone());
+            .register::<crate::chat::groups::updates::SendInvites>(self.clone())
+            .register::<crate::voice::place::PlaceCalls>(self.clone())
+            .register::<crate::voice::player::PlayCall>(self.clone());
     }
 }
 

@@ -1,8 +1,9 @@
-//! Clients for the outside world (house rule 8): SMS aggregators, the chat provider, mobile money and language models. Each kind of provider is a trait with a real
+//! Clients for the outside world (house rule 8): SMS aggregators, voice, the chat provider, mobile money and language models. Each kind of provider is a trait with a real
 //! HTTP implementation (reqwest, base URL and credentials from configuration) and a sandbox
 //! that behaves like the real thing, so the service runs fully on a laptop.
 
 pub mod africastalking;
+pub mod africastalking_voice;
 pub mod catalogue;
 pub mod chat;
 pub mod chat_flows;
@@ -20,8 +21,11 @@ pub mod payments;
 pub mod payments_sandbox;
 pub mod sandbox;
 pub mod sms;
+pub mod voice;
+pub mod voice_sandbox;
 
 pub use africastalking::{AfricasTalking, AfricasTalkingConfig};
+pub use africastalking_voice::AfricasTalkingVoice;
 pub use catalogue::{CatalogueError, CatalogueGateway, CatalogueItem, ItemOutcome};
 pub use chat::{ChatContent, ChatEvent, ChatGateway, OutboundChat};
 pub use chat_sandbox::{ChatSandbox, ChatSandboxConfig};
@@ -37,6 +41,10 @@ pub use sms::{
     CallbackError, DeliveryReceipt, InboundSms, OutboundSms, ReceiptStatus, ScheduledReceipt, SendError, SendOutcome,
     SmsGateway,
 };
+pub use voice::{
+    CallEnd, CallScript, OutboundCall, PlaceOutcome, ScriptedAnswer, VoiceAction, VoiceCallback, VoiceGateway,
+};
+pub use voice_sandbox::VoiceSandbox;
 
 /// The HTTP client every provider shares: one connection pool, rustls with ring, the system's
 /// roots. Per-request timeouts are set by each provider from its configuration.

@@ -16,6 +16,7 @@ pub mod operations;
 pub mod orders;
 pub mod payments;
 pub mod sends;
+pub mod voice;
 pub mod webhooks;
 
 use actix_web::web;
@@ -56,6 +57,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/campaign/{uid}/resume").route(web::post().to(messaging::resume_campaign)))
             .service(web::resource("/campaign/{uid}/cancel").route(web::post().to(messaging::cancel_campaign)))
             .service(web::resource("/messages").route(web::get().to(messaging::list_messages)))
+            // voice and calls: added after the permission model
+            .service(web::resource("/voice/otp").route(web::post().to(voice::otp)))
+            .service(web::resource("/voice/messages").route(web::post().to(voice::messages)))
+            .service(web::resource("/calls").route(web::get().to(voice::list)).route(web::post().to(voice::create)))
+            .service(web::resource("/calls/{uid}").route(web::get().to(voice::get)))
             // chat: added after the permission model, so keys without an issuer are refused
             .service(web::resource("/automations/events").route(web::get().to(automations::events)))
             .service(web::resource("/automations/subscriptions").route(web::get().to(automations::subscriptions)))

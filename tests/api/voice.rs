@@ -1,0 +1,405 @@
+//! Voice and calls (issue 22): voice OTPs, voice messages and calls through HTTP against
+//! PostgreSQL, played out by the sandbox (by the callee's last four digits) or driven by
+//! Africa's Talking-shaped callbacks from a fake provider on 127.0.0.1; billing per started
+//! minute, events, scheduling, a call in doubt never placed twice, tenant isolation.
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use api_tests::{Account, TestApp};
+use serde_json::{Value, json};
+use time::Duration;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::sms::support::{assert_field_error, assert_status, balance, e164, events, hook, tz};
+
+/// 5,000.00 TZS, in minor units.
+const START: i64 = 500_000;
+/// The default price of a started minute (`SVC_VOICE_PRICE_MINOR`).
+const MINUTE: i64 = 5_000;
+
+/// An account with every permission, 5,000.00 TZS, and a sandbox voice channel.
+async fn voice_account<S, B>(app: &TestApp<S>) -> Account
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let account = app.account("all").await;
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, account.tenant, START, None).await.expect("credit");
+    app.voice_route(account.tenant, "voice", None, "+255222110000").await;
+    account
+}
+
+async fn call_of<S, B>(app: &TestApp<S>, key: &str, uid: &str) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(&format!("/api/v3/calls/{uid}"), key).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// The names of the events of one call, in the order written.
+async fn call_events(pool: &store::Pool, account: &Account, call: &Value) -> Vec<(String, Value)> {
+    let id = call["id"].as_i64().expect("id");
+    events(pool, account.tenant).await.into_iter().filter(|(_, p)| p["call_id"].as_i64() == Some(id)).collect()
+}
+
+async fn names(pool: &store::Pool, account: &Account, call: &Value) -> Vec<String> {
+    call_events(pool, account, call).await.into_iter().map(|(name, _)| name).collect()
+}
+
+#[actix_web::test]
+async fn a_voice_otp_reads_its_code_and_bills_the_started_minute() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let res = app.post("/api/v3/voice/otp", &acme.key, json!({"recipient": tz("5678"), "length": 4})).await;
+    assert_status(&res, 201);
+    let call = res.data().clone();
+    let code = call["code"].as_str().expect("code").to_owned();
+    assert!(code.len() == 4 && code.bytes().all(|b| b.is_ascii_digit()), "{code}");
+    assert_eq!((call["status"].as_str(), call["kind"].as_str()), (Some("queued"), Some("otp")));
+    assert_eq!(
+        (call["recipient"].as_str(), call["sender"].as_str()),
+        (Some(e164("5678").as_str()), Some("+255222110000"))
+    );
+    // one minute is held while the call is live
+    assert_eq!((call["price_minor"].as_i64(), balance(&app, &acme.key).await), (Some(MINUTE), START - MINUTE));
+
+    app.run_jobs().await;
+    let placed = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+    assert_eq!(placed["status"], "initiated");
+    assert!(placed["gateway_call_id"].as_str().is_some_and(|id| id.starts_with("SBVId_")), "{placed}");
+    assert_eq!(app.voice_sandbox().count_to(&e164("5678")), 1);
+
+    app.advance(Duration::seconds(2)).await;
+    let done = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+    assert_eq!((done["status"].as_str(), done["duration_seconds"].as_i64()), (Some("completed"), Some(42)));
+    assert_eq!((done["billed_minutes"].as_i64(), done["price_minor"].as_i64()), (Some(1), Some(MINUTE)));
+    assert!(done.get("code").is_none() && done.get("plan").is_none(), "the code is not read back: {done}");
+    assert_eq!(names(&app.pool, &acme, &call).await, ["voice.otp.answered", "voice.otp.completed"]);
+    assert_eq!(balance(&app, &acme.key).await, START - MINUTE);
+    // the stored plan forgot the code once the call ended
+    let plan = api_tests::sql_rows(&app.pool, &format!("SELECT plan FROM calls WHERE id = {}", call["id"])).await;
+    assert_eq!(plan[0]["plan"]["code"], "****", "{plan:?}");
+}
+
+#[actix_web::test]
+async fn the_sandbox_plays_each_ending_and_unanswered_calls_give_their_minute_back() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let numbers = [tz("0001"), tz("0002"), tz("0003"), tz("4444")].join(",");
+    let body = json!({"recipient": numbers, "message": "Your order DK-1042 is ready for pickup at the Kariakoo shop.", "language": "en"});
+    let res = app.post("/api/v3/voice/messages", &acme.key, body).await;
+    assert_status(&res, 201);
+    let calls = res.data()["calls"].as_array().expect("calls").clone();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(balance(&app, &acme.key).await, START - 4 * MINUTE, "a minute held per call");
+    app.run_jobs().await;
+    app.advance(Duration::seconds(2)).await;
+
+    let mut ended = vec![];
+    for call in &calls {
+        let read = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+        let last = call_events(&app.pool, &acme, call).await.pop().expect("an end event");
+        ended.push((read["status"].clone(), read["billed_minutes"].clone(), last.0, last.1["reason"].clone()));
+    }
+    let hung_up = json!(messaging::voice::callbacks::HUNG_UP_EARLY);
+    assert_eq!(
+        ended,
+        [
+            (json!("busy"), json!(0), "voice.message.failed".to_owned(), json!("busy")),
+            (json!("no_answer"), json!(0), "voice.message.failed".to_owned(), json!("no_answer")),
+            (json!("failed"), json!(1), "voice.message.failed".to_owned(), hung_up),
+            (json!("completed"), json!(1), "voice.message.completed".to_owned(), Value::Null),
+        ]
+    );
+    // the two answered calls are paid for; the two that never connected are not
+    assert_eq!(balance(&app, &acme.key).await, START - 2 * MINUTE);
+}
+
+#[actix_web::test]
+async fn an_ivr_call_takes_a_voicemail_and_its_feedback_from_the_keys_pressed() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let ivr = json!({
+        "prompt": "Karibu Duka. Press 1 to leave a message, 2 for our hours.",
+        "options": {
+            "1": {"voicemail": {"prompt": "Leave your message after the beep.", "max_seconds": 60}},
+            "2": {"say": "We are open from 8 to 5."}
+        }
+    });
+    // the sandbox's ...0004 presses 1 at every prompt
+    let body = json!({"recipient": tz("0004"), "ivr": ivr, "feedback": {}, "metadata": {"ticket": "T-77"}});
+    let res = app.post("/api/v3/calls", &acme.key, body).await;
+    assert_status(&res, 201);
+    let call = res.data().clone();
+    app.run_jobs().await;
+    app.advance(Duration::seconds(2)).await;
+    let done = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["digits"], "1,1", "the menu's key, then the survey's");
+    assert_eq!(done["feedback_score"], 1);
+    assert_eq!(done["metadata"], json!({"ticket": "T-77"}));
+    assert!(done["recording_url"].as_str().is_some_and(|u| u.ends_with(".mp3")), "{done}");
+    assert_eq!(names(&app.pool, &acme, &call).await, ["call.recording_ready", "call.feedback_ready", "call.completed"]);
+    let (_, payload) = call_events(&app.pool, &acme, &call).await.remove(1);
+    assert_eq!((payload["event"].as_str(), payload["feedback_score"].as_i64()), (Some("call.feedback_ready"), Some(1)));
+}
+
+/// Africa's Talking's answer to a call request.
+fn queued(session: &str) -> ResponseTemplate {
+    ResponseTemplate::new(201).set_body_json(json!({
+        "entries": [{"phoneNumber": "+255712340042", "status": "Queued", "sessionId": session}],
+        "errorMessage": "None"
+    }))
+}
+
+#[actix_web::test]
+async fn a_connected_call_follows_the_providers_callbacks_and_bills_each_started_minute_at_the_rate() {
+    let app = api_tests::spawn().await;
+    let acme = app.account("all").await;
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, acme.tenant, START, None).await.expect("credit");
+    messaging::voice::requests::set_rate(&mut conn, acme.tenant, Some("2557"), 7_000).await.expect("rate");
+    let provider = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/call")).respond_with(queued("ATVId_42")).expect(1).mount(&provider).await;
+    let channel = app.voice_route(acme.tenant, "at-voice", Some(&provider.uri()), "+255222110000").await;
+
+    let connect = json!({"numbers": ["0754000111"], "greeting": "Connecting you to an agent.", "record": true});
+    let body = json!({"recipient": tz("0042"), "connect": connect, "feedback": {"prompt": "Rate us from 1 to 5."}});
+    let res = app.post("/api/v3/calls", &acme.key, body).await;
+    assert_status(&res, 201);
+    let call = res.data().clone();
+    assert_eq!(call["rate_minor"], 7_000);
+    app.run_jobs().await;
+    let request = &provider.received_requests().await.expect("requests")[0];
+    let form: std::collections::HashMap<String, String> = serde_urlencoded::from_bytes(&request.body).expect("form");
+    assert_eq!(form["to"], e164("0042"));
+    assert_eq!(form["from"], "+255222110000");
+    assert_eq!(form["clientRequestId"], call["uid"].as_str().expect("uid"));
+    assert_eq!(request.headers.get("apiKey").and_then(|v| v.to_str().ok()), Some("atsk_at-voice"));
+
+    let hook_path = format!("/hooks/voice/{}", channel.callback_token);
+    let form = "application/x-www-form-urlencoded";
+    let answered = hook(&app, &hook_path, form, "isActive=1&sessionId=ATVId_42&direction=Outbound").await;
+    assert_eq!(answered.status, 200);
+    let xml = answered.body.as_str().unwrap_or_default();
+    assert!(xml.contains("Connecting you to an agent.") && xml.contains(r#"phoneNumbers="+255754000111""#), "{xml}");
+    assert!(xml.contains(r#"record="true""#) && xml.contains("<GetDigits"), "{xml}");
+    let rated = hook(&app, &hook_path, form, "isActive=1&sessionId=ATVId_42&dtmfDigits=5").await;
+    assert!(
+        rated.body.as_str().unwrap_or_default().contains("Thank you."),
+        "{}",
+        rated.body.as_str().unwrap_or_default()
+    );
+    let end = "isActive=0&sessionId=ATVId_42&status=Success&hangupCause=NORMAL_CLEARING&durationInSeconds=125\
+               &currencyCode=TZS&amount=210.0&recordingUrl=https%3A%2F%2Frecordings.example%2F42.mp3";
+    assert_eq!(hook(&app, &hook_path, form, end).await.status, 200);
+
+    let done = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+    assert_eq!((done["status"].as_str(), done["duration_seconds"].as_i64()), (Some("completed"), Some(125)));
+    assert_eq!((done["billed_minutes"].as_i64(), done["price_minor"].as_i64()), (Some(3), Some(21_000)));
+    assert_eq!((done["feedback_score"].as_i64(), done["digits"].as_str()), (Some(5), Some("5")));
+    assert_eq!(done["recording_url"], "https://recordings.example/42.mp3");
+    assert_eq!(names(&app.pool, &acme, &call).await, ["call.feedback_ready", "call.recording_ready", "call.completed"]);
+    assert_eq!(balance(&app, &acme.key).await, START - 21_000, "the held minute and two more");
+    // a late repeat of the end changes nothing, and an unknown call is answered with no actions
+    assert_eq!(hook(&app, &hook_path, form, end).await.status, 200);
+    assert_eq!(balance(&app, &acme.key).await, START - 21_000);
+    let unknown = hook(&app, &hook_path, form, "isActive=1&sessionId=ATVId_nobody").await;
+    assert_eq!(unknown.status, 200);
+    assert!(
+        !unknown.body.as_str().unwrap_or_default().contains("<Say"),
+        "{}",
+        unknown.body.as_str().unwrap_or_default()
+    );
+    assert_eq!(hook(&app, "/hooks/voice/not-a-token", form, end).await.status, 404);
+    crate::framework::assert_error(&hook(&app, &hook_path, form, "sessionId=ATVId_42").await, 422);
+}
+
+#[actix_web::test]
+async fn a_refused_call_fails_with_the_providers_reason_and_costs_nothing() {
+    let app = api_tests::spawn().await;
+    let acme = app.account("all").await;
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, acme.tenant, START, None).await.expect("credit");
+    let provider = MockServer::start().await;
+    let refused =
+        json!({"entries": [{"phoneNumber": "+255712340042", "status": "InvalidPhoneNumber"}], "errorMessage": "None"});
+    Mock::given(method("POST"))
+        .and(path("/call"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(refused))
+        .mount(&provider)
+        .await;
+    app.voice_route(acme.tenant, "at-voice", Some(&provider.uri()), "+255222110000").await;
+    let res = app.post("/api/v3/voice/otp", &acme.key, json!({"recipient": tz("0042"), "code": "123456"})).await;
+    assert_status(&res, 201);
+    assert_eq!(res.data()["code"], "123456");
+    app.run_jobs().await;
+    let done = call_of(&app, &acme.key, res.data()["uid"].as_str().expect("uid")).await;
+    assert_eq!(done["status"], "failed");
+    assert!(done["error_message"].as_str().is_some_and(|e| e.starts_with("Refused by the provider")), "{done}");
+    assert_eq!(balance(&app, &acme.key).await, START);
+    let (name, payload) = call_events(&app.pool, &acme, &done).await.pop().expect("event");
+    assert_eq!(name, "voice.otp.failed");
+    assert_eq!(payload["reason"], done["error_message"]);
+}
+
+#[actix_web::test]
+async fn a_call_claimed_by_a_placing_that_died_is_failed_not_placed_again() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let res = app.post("/api/v3/voice/messages", &acme.key, json!({"recipient": tz("7001"), "message": "Hello"})).await;
+    let call = res.data()["calls"][0].clone();
+    // as a placing that claimed the call and died before the provider answered leaves it
+    api_tests::sql_exec(&app.pool, &format!("UPDATE calls SET status = 'initiated' WHERE id = {}", call["id"])).await;
+    app.run_jobs().await;
+    let done = call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await;
+    assert_eq!(done["status"], "failed");
+    assert_eq!(done["error_message"], messaging::voice::place::OUTCOME_UNKNOWN);
+    assert_eq!(app.voice_sandbox().count_to(&e164("7001")), 0, "never asked for twice");
+    assert_eq!(balance(&app, &acme.key).await, START);
+}
+
+#[actix_web::test]
+async fn a_scheduled_voice_message_waits_for_its_time() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let at =
+        (app.clock.now() + Duration::hours(1)).format(&time::format_description::well_known::Rfc3339).expect("time");
+    let body = json!({"recipients": [tz("7002")], "audio_url": "https://cdn.example/promo.mp3", "schedule_time": at});
+    let res = app.post("/api/v3/voice/messages", &acme.key, body).await;
+    assert_status(&res, 201);
+    let call = res.data()["calls"][0].clone();
+    assert!(call["scheduled_at"].is_string(), "{call}");
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count_to(&e164("7002")), 0);
+    app.advance(Duration::minutes(61)).await;
+    app.advance(Duration::seconds(2)).await;
+    assert_eq!(app.voice_sandbox().count_to(&e164("7002")), 1);
+    assert_eq!(call_of(&app, &acme.key, call["uid"].as_str().expect("uid")).await["status"], "completed");
+}
+
+#[actix_web::test]
+async fn bad_bodies_are_422_naming_the_member_and_write_nothing() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let deep = json!({"prompt": "a", "options": {"1": {"menu": {"prompt": "b", "options": {"1": {"menu":
+        {"prompt": "c", "options": {"1": {"menu": {"prompt": "d", "options": {"1": {"say": "e"}}}}}}}}}}}});
+    let cases = [
+        ("/api/v3/voice/otp", json!({"recipient": tz("1234"), "code": "12a4"}), "code"),
+        ("/api/v3/voice/otp", json!({"recipient": tz("1234"), "length": 9}), "length"),
+        ("/api/v3/voice/otp", json!({"recipient": tz("1234"), "repeat": 4}), "repeat"),
+        ("/api/v3/voice/otp", json!({"recipient": "12", "code": "1234"}), "recipient"),
+        ("/api/v3/voice/otp", json!({"recipient": tz("1234"), "language": "fr"}), "language"),
+        ("/api/v3/voice/messages", json!({"recipient": tz("1234")}), "message"),
+        (
+            "/api/v3/voice/messages",
+            json!({"recipient": tz("1234"), "message": "a", "audio_url": "https://x/a.mp3"}),
+            "audio_url",
+        ),
+        ("/api/v3/voice/messages", json!({"recipient": tz("1234"), "audio_url": "ftp://x/a.mp3"}), "audio_url"),
+        (
+            "/api/v3/voice/messages",
+            json!({"recipient": tz("1234"), "message": "a", "schedule_time": "soon"}),
+            "schedule_time",
+        ),
+        ("/api/v3/calls", json!({"recipient": tz("1234")}), "connect"),
+        ("/api/v3/calls", json!({"recipient": tz("1234"), "connect": {"numbers": []}}), "connect.numbers"),
+        (
+            "/api/v3/calls",
+            json!({"recipient": tz("1234"), "ivr": {"prompt": "a", "options": {"x": {"say": "b"}}}}),
+            "ivr.options.x",
+        ),
+        (
+            "/api/v3/calls",
+            json!({"recipient": tz("1234"), "ivr": {"prompt": "a", "options": {"1": {"say": "b", "play": "https://x/a.mp3"}}}}),
+            "ivr.options.1",
+        ),
+        (
+            "/api/v3/calls",
+            json!({"recipient": tz("1234"), "ivr": deep}),
+            "ivr.options.1.menu.options.1.menu.options.1.menu",
+        ),
+    ];
+    for (route, body, field) in cases {
+        let res = app.post(route, &acme.key, body.clone()).await;
+        assert_field_error(&res, field);
+    }
+    // unknown members are refused too, and no voice channel is a plain 422
+    crate::framework::assert_error(
+        &app.post("/api/v3/calls", &acme.key, json!({"recipient": tz("1"), "dial": 1})).await,
+        422,
+    );
+    let bare = app.account("all").await;
+    let res = app.post("/api/v3/voice/otp", &bare.key, json!({"recipient": tz("1234")})).await;
+    crate::framework::assert_error(&res, 422);
+    assert!(res.body["message"].as_str().is_some_and(|m| m.contains("voice channel")), "{}", res.body);
+    let res = app.post("/api/v3/voice/otp", &acme.key, json!({"recipient": tz("1234"), "sender_id": "+255999"})).await;
+    assert_field_error(&res, "sender_id");
+    let list = app.get("/api/v3/calls", &acme.key).await;
+    assert_eq!(list.data()["pagination"]["total"], 0, "nothing written: {}", list.body);
+    assert_eq!(balance(&app, &acme.key).await, START);
+}
+
+#[actix_web::test]
+async fn a_prepaid_wallet_that_cannot_hold_every_first_minute_is_402_and_nothing_is_called() {
+    let app = api_tests::spawn().await;
+    let acme = app.account("all").await;
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, acme.tenant, MINUTE, None).await.expect("credit");
+    app.voice_route(acme.tenant, "voice", None, "+255222110000").await;
+    let body = json!({"recipients": [tz("7003"), tz("7004")], "message": "Hello"});
+    let res = app.post("/api/v3/voice/messages", &acme.key, body).await;
+    crate::framework::assert_error(&res, 402);
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count(), 0);
+    assert_eq!(app.get("/api/v3/calls", &acme.key).await.data()["pagination"]["total"], 0);
+    assert_eq!(balance(&app, &acme.key).await, MINUTE);
+}
+
+#[actix_web::test]
+async fn calls_are_listed_filtered_and_another_tenants_are_not_found() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let globex = voice_account(&app).await;
+    let otp = app.post("/api/v3/voice/otp", &acme.key, json!({"recipient": tz("7005")})).await.data().clone();
+    app.post("/api/v3/voice/messages", &acme.key, json!({"recipient": tz("7006"), "message": "Hi"})).await;
+    let list = app.get("/api/v3/calls?kind=otp", &acme.key).await;
+    assert_status(&list, 200);
+    let items = list.data()["items"].as_array().expect("items").clone();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["uid"], otp["uid"]);
+    let by_number = app.get(&format!("/api/v3/calls?recipient={}", tz("7006")), &acme.key).await;
+    assert_eq!(by_number.data()["items"][0]["kind"], "message");
+    assert_field_error(&app.get("/api/v3/calls?status=ringing", &acme.key).await, "status");
+    // another tenant's call, by id or uid, is not found; its list is its own
+    for id in [otp["id"].to_string(), otp["uid"].as_str().expect("uid").to_owned()] {
+        crate::framework::assert_error(&app.get(&format!("/api/v3/calls/{id}"), &globex.key).await, 404);
+    }
+    assert_eq!(app.get("/api/v3/calls", &globex.key).await.data()["pagination"]["total"], 0);
+    crate::framework::assert_error(&app.get("/api/v3/calls/msg_abc", &acme.key).await, 404);
+}
+
+#[actix_web::test]
+async fn placing_needs_communications_send_and_reading_needs_messages_view() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let reader = app.user(acme.tenant, "communications.messages.view").await;
+    let reader = app.key(acme.tenant, reader).await;
+    let res = app.post("/api/v3/voice/otp", &reader, json!({"recipient": tz("7007")})).await;
+    crate::framework::assert_error(&res, 403);
+    assert_status(&app.get("/api/v3/calls", &reader).await, 200);
+    let sender = app.user(acme.tenant, "communications.send").await;
+    let sender = app.key(acme.tenant, sender).await;
+    assert_status(&app.post("/api/v3/voice/otp", &sender, json!({"recipient": tz("7007")})).await, 201);
+    crate::framework::assert_error(&app.get("/api/v3/calls", &sender).await, 403);
+    let legacy = app.legacy_key(acme.tenant).await;
+    let res = app
+        .post("/api/v3/calls", &legacy, json!({"recipient": tz("7007"), "connect": {"numbers": [tz("7008")]}}))
+        .await;
+    assert!(res.status == 401 || res.status == 403, "{}: {}", res.status, res.body);
+}
