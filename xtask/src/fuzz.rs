@@ -111,6 +111,9 @@ const RULES: &[(&str, &str)] = &[
     ("GET /api/v3/data/tables/{table}/records", "a filter naming the table's run-time columns"),
     ("GET /api/v3/data/groups/{group}/overview", "from before to"),
     ("GET /api/engine/runs", "metadata_key and metadata_value together"),
+    ("POST /api/v3/voice/otp", "a recipient that is a phone number; a code or a length, not both out of range"),
+    ("POST /api/v3/voice/messages", "recipients that are phone numbers; exactly one of message and audio_url"),
+    ("POST /api/v3/calls", "phone numbers; exactly one of connect and ivr; one action per menu option; menu keys"),
     (
         "POST /api/engine/tasks",
         "instructions not blank; tool and server names the workspace offers (not agents); require_approval among the tools",

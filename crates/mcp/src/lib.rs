@@ -10,6 +10,7 @@
 pub mod account;
 pub mod agents;
 pub mod automations;
+pub mod calls;
 pub mod contacts;
 pub mod content;
 pub mod data;
@@ -60,6 +61,7 @@ pub fn all_tools() -> Vec<Tool> {
         contacts::tools(),
         leads::tools(),
         messaging::tools(),
+        calls::tools(),
         inbox::tools(),
         groups::tools(),
         studio::tools(),
@@ -225,16 +227,24 @@ mod tests {
     #[test]
     fn consent_grants_what_the_person_may_do() {
         let tools = all_tools();
-        let asked = Grant::parse("mcp:use mcp:contacts mcp:data mcp:calls mcp:write mcp:send").expect("grant");
+        let asked =
+            Grant::parse("mcp:use mcp:contacts mcp:data mcp:calls mcp:routing mcp:write mcp:send").expect("grant");
         let leads_viewer = Permissions::Only(["leads.view".to_owned()].into());
         let granted = grantable(&tools, &asked, &leads_viewer);
-        // no data-table tool is theirs, none of their contacts tools writes; calls has no tools yet
-        assert_eq!(granted.scopes(), ["mcp:calls", "mcp:contacts", "mcp:use"]);
+        // no data-table or calls tool is theirs, none of their contacts tools writes; routing
+        // has no tools yet
+        assert_eq!(granted.scopes(), ["mcp:contacts", "mcp:routing", "mcp:use"]);
         let editor = Permissions::Only(["leads.view".to_owned(), "leads.edit".to_owned()].into());
-        assert_eq!(grantable(&tools, &asked, &editor).scopes(), ["mcp:calls", "mcp:contacts", "mcp:use", "mcp:write"]);
-        // sending is the messaging server's, which was not asked for
+        assert_eq!(
+            grantable(&tools, &asked, &editor).scopes(),
+            ["mcp:contacts", "mcp:routing", "mcp:use", "mcp:write"]
+        );
+        // sending is the messaging server's, which was not asked for (placing calls spends)
         let everything = grantable(&tools, &asked, &Permissions::All);
-        assert_eq!(everything.scopes(), ["mcp:calls", "mcp:contacts", "mcp:data", "mcp:use", "mcp:write"]);
+        assert_eq!(
+            everything.scopes(),
+            ["mcp:calls", "mcp:contacts", "mcp:data", "mcp:routing", "mcp:use", "mcp:write"]
+        );
     }
 
     /// A schema's references all point into its own `$defs`.

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
 
 use crate::scopes::Elevation;
-use crate::tool::{Call, Effect, Tool, answer, object, params_of, query_input, schema_of, with_def};
+use crate::tool::{Call, Effect, Tool, answer, object, params_of, query_input, schema_of, uid_or_id, with_def};
 
 const SERVER: &str = "messaging";
 
@@ -332,11 +332,6 @@ fn interactive() -> Schema {
         )
         .description(Some("The interactive object in the provider's shape: {type, body: {text}, action}."))
         .into()
-}
-
-/// A message or campaign as its REST path names it: its public uid, or its numeric id.
-fn uid_or_id(description: &str) -> Value {
-    json!({"type": ["string", "integer"], "description": description})
 }
 
 /// `GET /messages`' query: its page and its filters.

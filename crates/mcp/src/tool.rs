@@ -199,6 +199,11 @@ pub fn list_of(member: &str, item: Value) -> Value {
     schema
 }
 
+/// A record as its REST path names it: its public uid, or its numeric id.
+pub fn uid_or_id(description: &str) -> Value {
+    json!({"type": ["string", "integer"], "description": description})
+}
+
 /// A UUID member: the id a REST path carries.
 pub fn uuid(description: &str) -> Value {
     json!({"type": "string", "format": "uuid", "description": description})

@@ -406,11 +406,24 @@ impl RateCard {
     }
 }
 
-/// The demo account's sandbox SMS channel and sender id (`cargo xtask run`), made once.
-pub async fn ensure_demo(conn: &mut Conn, keyring: &Keyring, tenant: TenantId) -> Result<Channel, Error> {
+/// The demo account's sandbox SMS channel and sender id, and its sandbox voice channel and
+/// number (`cargo xtask run`), made once.
+pub async fn ensure_demo(conn: &mut Conn, keyring: &Keyring, tenant: TenantId) -> Result<(), Error> {
+    demo_channel(conn, keyring, tenant, ("sms", "demo-sandbox"), ("sender_id", "DEMO")).await?;
+    demo_channel(conn, keyring, tenant, ("voice", "demo-voice"), ("phone_number", "+255222110000")).await?;
+    Ok(())
+}
+
+async fn demo_channel(
+    conn: &mut Conn,
+    keyring: &Keyring,
+    tenant: TenantId,
+    (kind, code): (&str, &str),
+    (sender_kind, value): (&str, &str),
+) -> Result<Channel, Error> {
     let existing: Option<Channel> = channels::table
         .filter(channels::tenant_id.eq(tenant.0))
-        .filter(channels::code.eq("demo-sandbox"))
+        .filter(channels::code.eq(code))
         .select(Channel::as_select())
         .first(conn)
         .await
@@ -419,17 +432,17 @@ pub async fn ensure_demo(conn: &mut Conn, keyring: &Keyring, tenant: TenantId) -
         return Ok(channel);
     }
     let new = NewChannel {
-        kind: "sms".to_owned(),
+        kind: kind.to_owned(),
         provider: "sandbox".to_owned(),
-        code: Some("demo-sandbox".to_owned()),
+        code: Some(code.to_owned()),
         ..NewChannel::default()
     };
     let channel = add(conn, keyring, tenant, new).await?;
     let sender = NewSender {
         channel: channel.code.clone(),
-        kind: "sender_id".to_owned(),
-        value: "DEMO".to_owned(),
-        label: Some("Demo sender id".to_owned()),
+        kind: sender_kind.to_owned(),
+        value: value.to_owned(),
+        label: Some(format!("Demo {kind} {sender_kind}")),
         status: None,
     };
     add_sender(conn, tenant, sender).await?;

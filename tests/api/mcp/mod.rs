@@ -5,6 +5,7 @@
 mod account;
 mod agents;
 mod automations;
+mod calls;
 mod chat;
 mod consent_page;
 mod contacts;

@@ -562,7 +562,8 @@ pub enum SenderCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum RateCommand {
-    /// Set the price of one SMS segment to numbers starting with a prefix (none: the default).
+    /// Set the price of one SMS segment (with `--voice`, of one started minute of a call) to
+    /// numbers starting with a prefix (none: the default).
     Set {
         #[arg(long)]
         tenant: i64,
@@ -571,6 +572,9 @@ pub enum RateCommand {
         prefix: Option<String>,
         #[arg(long)]
         price_minor: i64,
+        /// The voice rate per started minute rather than the SMS rate per segment.
+        #[arg(long)]
+        voice: bool,
     },
 }
 
@@ -806,11 +810,16 @@ pub async fn run(admin: Admin, config: &Config) -> Result<String, Error> {
                 json!({"id": sender.id, "type": sender.kind, "value": sender.value, "status": sender.status}),
             )
         }
-        AdminCommand::Rate(RateCommand::Set { tenant, prefix, price_minor }) => {
-            messaging::channels::set_rate(conn, TenantId(tenant), prefix.as_deref(), price_minor).await?;
+        AdminCommand::Rate(RateCommand::Set { tenant, prefix, price_minor, voice }) => {
+            if voice {
+                messaging::voice::requests::set_rate(conn, TenantId(tenant), prefix.as_deref(), price_minor).await?;
+            } else {
+                messaging::channels::set_rate(conn, TenantId(tenant), prefix.as_deref(), price_minor).await?;
+            }
+            let kind = if voice { "voice" } else { "sms" };
             (
                 price_minor.to_string(),
-                json!({"tenant_id": tenant, "prefix": prefix.unwrap_or_default(), "price_minor": price_minor}),
+                json!({"tenant_id": tenant, "kind": kind, "prefix": prefix.unwrap_or_default(), "price_minor": price_minor}),
             )
         }
         AdminCommand::Demo { key } => {

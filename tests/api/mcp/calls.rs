@@ -1,0 +1,53 @@
+//! The `calls` tools through the SDK's client (issue 22): a voice OTP, a voice message and a
+//! call placed over MCP run the same `messaging::voice` methods as REST (`mcp:calls` with
+//! `mcp:spend` to place, the person's `communications.send`), and calls are read back as REST
+//! answers them.
+
+use api_tests::json;
+
+use super::support::*;
+use crate::sms::support::{e164, tz};
+
+const PATH: &str = "/mcp/v1/calls";
+const TOOLS: [&str; 5] = ["get_call", "list_calls", "place_call", "send_voice_message", "send_voice_otp"];
+
+#[actix_web::test]
+async fn calls_placed_over_mcp_are_played_out_and_read_back_as_rest_answers_them() {
+    let app = api_tests::spawn().await;
+    let acme = app.account("communications.send,communications.messages.view").await;
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, acme.tenant, 100_000, None).await.expect("credit");
+    app.voice_route(acme.tenant, "voice", None, "+255222110000").await;
+    let server = app.listen();
+
+    // without mcp:spend, only the reads are offered
+    let reader = connect(&server, PATH, &app.mcp_connection(acme.tenant, acme.user, "mcp:use mcp:calls").await).await;
+    assert_eq!(tool_names(&reader).await, sorted(&["get_call", "list_calls"]));
+
+    let token = app.mcp_connection(acme.tenant, acme.user, "mcp:use mcp:calls mcp:spend").await;
+    let client = connect(&server, PATH, &token).await;
+    assert_eq!(tool_names(&client).await, sorted(&TOOLS));
+    let otp = ok(&client, "send_voice_otp", json!({"recipient": tz("8001"), "code": "2468"})).await;
+    assert_eq!((otp["code"].as_str(), otp["status"].as_str()), (Some("2468"), Some("queued")), "{otp}");
+    let message = ok(&client, "send_voice_message", json!({"recipients": [tz("8002")], "message": "Hello"})).await;
+    assert_eq!(message["calls"].as_array().map(Vec::len), Some(1), "{message}");
+    let ivr = json!({"prompt": "Press 1 to talk to us.", "options": {"1": {"transfer": {"numbers": [tz("9000")], "record": true}}}});
+    let placed = ok(&client, "place_call", json!({"recipient": tz("0004"), "ivr": ivr})).await;
+    assert_field(&refused(&client, "place_call", json!({"recipient": tz("8003")})).await, "connect");
+
+    app.run_jobs().await;
+    app.advance(time::Duration::seconds(2)).await;
+    let done = ok(&client, "get_call", json!({"call": placed["uid"]})).await;
+    assert_eq!((done["status"].as_str(), done["digits"].as_str()), (Some("completed"), Some("1")), "{done}");
+    assert!(done["recording_url"].is_string(), "the transfer was recorded: {done}");
+    assert_eq!(
+        done,
+        rest_data(&app, &acme.key, &format!("/api/v3/calls/{}", placed["uid"].as_str().unwrap_or_default())).await
+    );
+    assert_eq!(app.voice_sandbox().count_to(&e164("8001")), 1);
+    let otps = ok(&client, "list_calls", json!({"kind": "otp"})).await;
+    assert_eq!(otps["items"][0]["uid"], otp["uid"], "{otps}");
+    assert_eq!(otps["items"][0]["status"], "completed", "{otps}");
+    assert!(otps["items"][0].get("code").is_none(), "the code is not read back: {otps}");
+    assert_code(&refused(&client, "get_call", json!({"call": "call_unknown"})).await, "not_found");
+}
