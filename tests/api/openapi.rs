@@ -135,6 +135,7 @@ const OPERATIONS: &[(&str, &[&str])] = &[
     ("/hooks/sms/{token}/delivery", &["post"]),
     ("/hooks/sms/{token}/inbound", &["post"]),
     ("/hooks/chat/{token}", &["get", "post"]),
+    ("/hooks/voice/{token}", &["post"]),
     ("/hooks/payments/{token}", &["post"]),
 ];
 

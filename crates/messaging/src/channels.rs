@@ -234,6 +234,9 @@ pub async fn add_sender(conn: &mut Conn, tenant: TenantId, new: NewSender) -> Re
     if !SENDER_TYPES.contains(&new.kind.as_str()) {
         return Err(Error::field("type", "The type must be sender_id, phone_number or short_code."));
     }
+    if channel.kind == "voice" && new.kind != "phone_number" {
+        return Err(Error::field("type", "A voice channel's caller ids are phone numbers (type phone_number)."));
+    }
     let status = new.status.unwrap_or_else(|| "approved".to_owned());
     if !SENDER_STATUSES.contains(&status.as_str()) {
         return Err(Error::field("status", "The status must be approved, pending, rejected or inactive."));

@@ -135,7 +135,7 @@ fn outcome_from_body(body: &[u8]) -> Result<SendOutcome, SendError> {
 }
 
 /// reqwest's error with its causes, which carry the useful part ("connection refused").
-fn describe(error: &reqwest::Error) -> String {
+pub(crate) fn describe(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -146,7 +146,7 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
-fn send_error(error: reqwest::Error) -> SendError {
+pub(crate) fn send_error(error: reqwest::Error) -> SendError {
     if error.is_timeout() { SendError::Timeout } else { SendError::Transport(describe(&error)) }
 }
 
@@ -227,7 +227,7 @@ impl SmsGateway for AfricasTalking {
 
 /// A callback's fields as text, from a form body or (when the content type says json) a JSON
 /// object with the same keys. Empty values count as absent.
-fn callback_fields(content_type: &str, body: &[u8]) -> Result<HashMap<String, String>, CallbackError> {
+pub(crate) fn callback_fields(content_type: &str, body: &[u8]) -> Result<HashMap<String, String>, CallbackError> {
     let fields: HashMap<String, String> = if content_type.to_ascii_lowercase().contains("json") {
         let object: serde_json::Map<String, serde_json::Value> =
             serde_json::from_slice(body).map_err(|e| CallbackError(format!("not a JSON object: {e}")))?;
@@ -243,7 +243,7 @@ fn callback_fields(content_type: &str, body: &[u8]) -> Result<HashMap<String, St
     } else {
         serde_urlencoded::from_bytes(body).map_err(|e| CallbackError(format!("not a form body: {e}")))?
     };
-    Ok(fields.into_iter().filter(|(_, value)| !value.is_empty()).collect())
+    Ok(fields.into_iter().filter(|(_, value)| !value.trim().is_empty()).collect())
 }
 
 #[cfg(test)]

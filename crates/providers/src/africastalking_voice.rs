@@ -2,12 +2,12 @@
 //! it is live and when it ends, and an XML answer to each live callback. The callback reader
 //! and the XML writer are shared with the voice sandbox, which speaks the same wire format.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
 use crate::AfricasTalkingConfig;
+use crate::africastalking::{callback_fields, send_error};
 use crate::voice::{
     CallEnd, CallbackError, OutboundCall, PlaceOutcome, SendError, VoiceAction, VoiceCallback, VoiceGateway,
 };
@@ -104,22 +104,6 @@ fn outcome_from_body(body: &[u8]) -> Result<PlaceOutcome, SendError> {
     Ok(PlaceOutcome::Placed { provider_call_id, script: None })
 }
 
-/// reqwest's error with its causes, which carry the useful part ("connection refused").
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-fn send_error(error: reqwest::Error) -> SendError {
-    if error.is_timeout() { SendError::Timeout } else { SendError::Transport(describe(&error)) }
-}
-
 #[async_trait::async_trait]
 impl VoiceGateway for AfricasTalkingVoice {
     async fn place(&self, call: OutboundCall<'_>) -> Result<PlaceOutcome, SendError> {
@@ -185,27 +169,6 @@ impl VoiceGateway for AfricasTalkingVoice {
     fn render(&self, actions: &[VoiceAction]) -> (&'static str, String) {
         render(actions)
     }
-}
-
-/// A callback's fields as text, from a form body (what AT sends) or, when the content type
-/// says json, a JSON object with the same keys. Empty values count as absent.
-fn callback_fields(content_type: &str, body: &[u8]) -> Result<HashMap<String, String>, CallbackError> {
-    let fields: HashMap<String, String> = if content_type.to_ascii_lowercase().contains("json") {
-        let object: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(body).map_err(|e| CallbackError(format!("not a JSON object: {e}")))?;
-        object
-            .into_iter()
-            .filter_map(|(key, value)| match value {
-                serde_json::Value::String(text) => Some((key, text)),
-                serde_json::Value::Number(number) => Some((key, number.to_string())),
-                serde_json::Value::Bool(flag) => Some((key, flag.to_string())),
-                _ => None,
-            })
-            .collect()
-    } else {
-        serde_urlencoded::from_bytes(body).map_err(|e| CallbackError(format!("not a form body: {e}")))?
-    };
-    Ok(fields.into_iter().filter(|(_, value)| !value.trim().is_empty()).collect())
 }
 
 /// Whole seconds; AT writes integers, a fraction is rounded rather than refused.
@@ -377,6 +340,8 @@ pub(crate) fn render(actions: &[VoiceAction]) -> (&'static str, String) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use std::time::Duration;
 
     use serde_json::json;

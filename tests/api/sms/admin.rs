@@ -92,10 +92,19 @@ async fn a_sender_is_usable_only_when_approved_and_rates_price_the_segments() {
     assert_eq!(err.kind, ErrorKind::Validation);
 
     let rate = |prefix: Option<&str>, price_minor| {
-        AdminCommand::Rate(RateCommand::Set { tenant, prefix: prefix.map(str::to_owned), price_minor })
+        AdminCommand::Rate(RateCommand::Set { tenant, prefix: prefix.map(str::to_owned), price_minor, voice: false })
     };
     admin(url, rate(None, 7)).await.expect("default rate");
     admin(url, rate(Some("25571"), 11)).await.expect("prefix rate");
+    // a voice rate per started minute is kept apart from the SMS rates
+    let voice = RateCommand::Set { tenant, prefix: Some("+255 71".into()), price_minor: 9_000, voice: true };
+    admin(url, AdminCommand::Rate(voice)).await.expect("voice rate");
+    let rows = api_tests::sql_rows(
+        &app.pool,
+        &format!("SELECT prefix, price_minor FROM voice_rates WHERE tenant_id = {tenant}"),
+    )
+    .await;
+    assert_eq!(rows, [json!({"prefix": "25571", "price_minor": 9_000})]);
     admin(
         url,
         AdminCommand::Wallet(gateway::cli::admin::WalletCommand::Credit { tenant, amount_minor: 1_000, note: None }),
