@@ -404,3 +404,211 @@ async fn placing_needs_communications_send_and_reading_needs_messages_view() {
         .await;
     assert!(res.status == 401 || res.status == 403, "{}: {}", res.status, res.body);
 }
+
+/// A contact group of the account holding these national numbers.
+async fn group_of<S, B>(app: &TestApp<S>, key: &str, numbers: &[String]) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.post("/api/v3/contact-groups", key, json!({"name": "Customers"})).await;
+    assert_status(&res, 201);
+    let group = res.data().clone();
+    let rows: Vec<Value> =
+        numbers.iter().enumerate().map(|(i, n)| json!({"PHONE": n, "name": format!("Person {i}")})).collect();
+    let res = app
+        .post(&format!("/api/v3/contact-groups/{}/contacts/batch", group["id"]), key, json!({"contacts": rows}))
+        .await;
+    assert_status(&res, 200);
+    group
+}
+
+async fn campaign_of<S, B>(app: &TestApp<S>, key: &str, campaign: &Value) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let res = app.get(&format!("/api/v3/call-campaigns/{}", campaign["uid"].as_str().expect("uid")), key).await;
+    assert_status(&res, 200);
+    res.data().clone()
+}
+
+/// The names of the account's call campaign events, in the order written.
+async fn campaign_events(pool: &store::Pool, account: &Account) -> Vec<String> {
+    events(pool, account.tenant)
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|n| n.starts_with("call_campaign."))
+        .collect()
+}
+
+/// Moves the clock a minute at a time until the campaign ends (or `minutes` pass).
+async fn run_until_ended<S, B>(app: &TestApp<S>, key: &str, campaign: &Value, minutes: usize) -> Value
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    app.run_jobs().await;
+    for _ in 0..minutes {
+        let now = campaign_of(app, key, campaign).await;
+        if ["completed", "cancelled", "failed"].contains(&now["status"].as_str().unwrap_or_default()) {
+            return now;
+        }
+        app.advance(Duration::minutes(1)).await;
+    }
+    campaign_of(app, key, campaign).await
+}
+
+const ALL_DAY: &str = r#"{"start": "00:00", "end": "24:00", "utc_offset": "+00:00"}"#;
+
+#[actix_web::test]
+async fn a_call_campaign_calls_each_number_once_at_its_rate_and_tries_the_unanswered_again() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    // 4444 answers (listed twice: one target), 0002 never answers, 0001 is busy
+    let group = group_of(&app, &acme.key, &[tz("4444"), tz("0002"), tz("0001"), tz("4444")]).await;
+    let body = json!({
+        "contact_group_id": group["id"].to_string(), "message": "Our Kariakoo shop opens on Saturday.",
+        "calls_per_minute": 2, "max_attempts": 2, "retry_after_minutes": 5,
+        "calling_hours": serde_json::from_str::<Value>(ALL_DAY).expect("hours"),
+    });
+    let res = app.post("/api/v3/call-campaigns", &acme.key, body).await;
+    assert_status(&res, 201);
+    let campaign = res.data().clone();
+    assert_eq!((campaign["status"].as_str(), campaign["total_targets"].as_i64()), (Some("scheduled"), Some(3)));
+    assert_eq!((campaign["name"].as_str(), campaign["kind"].as_str()), (Some("Customers"), Some("message")));
+
+    // the first minute starts two calls, the rate
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count(), 2);
+    assert_eq!(campaign_of(&app, &acme.key, &campaign).await["status"], "running");
+    let done = run_until_ended(&app, &acme.key, &campaign, 30).await;
+    assert_eq!(
+        (done["status"].as_str(), done["completed_targets"].as_i64(), done["failed_targets"].as_i64()),
+        (Some("completed"), Some(1), Some(2)),
+        "{done}"
+    );
+    // the answered number once; the busy and the silent one twice each (max_attempts)
+    let sandbox = app.voice_sandbox();
+    assert_eq!(
+        [sandbox.count_to(&e164("4444")), sandbox.count_to(&e164("0002")), sandbox.count_to(&e164("0001"))],
+        [1, 2, 2]
+    );
+    let names = campaign_events(&app.pool, &acme).await;
+    assert_eq!(names.first().map(String::as_str), Some("call_campaign.started"));
+    assert_eq!(names.last().map(String::as_str), Some("call_campaign.completed"));
+    assert_eq!(names.iter().filter(|n| *n == "call_campaign.target_completed").count(), 3, "{names:?}");
+    // five calls, each billed: two answered minutes paid, the rest given back
+    let calls = app.get("/api/v3/calls?per_page=50", &acme.key).await;
+    assert_eq!(calls.data()["pagination"]["total"], 5);
+    assert!(calls.data()["items"].as_array().expect("items").iter().all(|c| c["call_campaign_id"] == campaign["id"]));
+    assert_eq!(balance(&app, &acme.key).await, START - MINUTE);
+}
+
+#[actix_web::test]
+async fn a_call_campaign_waits_for_its_calling_hours_and_for_the_wallet() {
+    let app = api_tests::spawn().await;
+    let acme = app.account("all").await;
+    app.voice_route(acme.tenant, "voice", None, "+255222110000").await;
+    let group = group_of(&app, &acme.key, &[tz("4445")]).await;
+    // the default hours (08:00 to 20:00) at an offset where it is now six in the morning
+    let shift = (6 - i32::from(app.clock.now().hour())).rem_euclid(24);
+    let shift = if shift > 14 { shift - 24 } else { shift };
+    let sign = if shift < 0 { '-' } else { '+' };
+    let hours = json!({"utc_offset": format!("{sign}{:02}:00", shift.abs())});
+    let body = json!({"contact_group_id": group["uid"], "message": "Hello", "calling_hours": hours});
+    let res = app.post("/api/v3/call-campaigns", &acme.key, body).await;
+    assert_status(&res, 201);
+    let campaign = res.data().clone();
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count(), 0, "outside the calling hours");
+    app.advance(Duration::hours(2)).await;
+    // inside them now, but the empty prepaid wallet cannot hold a minute: paused
+    let paused = campaign_of(&app, &acme.key, &campaign).await;
+    assert_eq!(
+        (paused["status"].as_str(), paused["status_reason"].as_str()),
+        (Some("paused"), Some("insufficient_balance"))
+    );
+    assert_eq!(app.voice_sandbox().count(), 0);
+    let mut conn = app.conn().await;
+    accounts::wallet::credit(&mut conn, acme.tenant, START, None).await.expect("credit");
+    app.advance(Duration::minutes(2)).await;
+    assert_eq!(app.voice_sandbox().count_to(&e164("4445")), 1, "resumed by itself once the wallet could pay");
+    let done = run_until_ended(&app, &acme.key, &campaign, 5).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(
+        campaign_events(&app.pool, &acme).await,
+        [
+            "call_campaign.started",
+            "call_campaign.paused",
+            "call_campaign.resumed",
+            "call_campaign.target_completed",
+            "call_campaign.completed"
+        ]
+    );
+}
+
+#[actix_web::test]
+async fn a_call_campaign_is_paused_resumed_and_cancelled_by_its_owner_only() {
+    let app = api_tests::spawn().await;
+    let acme = voice_account(&app).await;
+    let globex = voice_account(&app).await;
+    let numbers: Vec<String> = (0..5).map(|i| tz(&format!("60{i:02}"))).collect();
+    let group = group_of(&app, &acme.key, &numbers).await;
+    let hours = serde_json::from_str::<Value>(ALL_DAY).expect("hours");
+    let body = json!({"contact_group_id": group["id"].to_string(), "audio_url": "https://cdn.example/a.mp3", "calls_per_minute": 1, "calling_hours": hours});
+    let campaign = app.post("/api/v3/call-campaigns", &acme.key, body).await.data().clone();
+    let path =
+        |action: &str| format!("/api/v3/call-campaigns/{}/{action}", campaign["uid"].as_str().unwrap_or_default());
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count(), 1);
+    assert_status(&app.post(&path("pause"), &acme.key, json!({})).await, 200);
+    app.advance(Duration::minutes(3)).await;
+    assert_eq!(app.voice_sandbox().count(), 1, "a paused campaign calls nobody more");
+    crate::framework::assert_error(&app.post(&path("pause"), &acme.key, json!({})).await, 409);
+    // another tenant's campaign is not found, whatever the action
+    for action in ["resume", "cancel"] {
+        crate::framework::assert_error(&app.post(&path(action), &globex.key, json!({})).await, 404);
+    }
+    crate::framework::assert_error(
+        &app.get(&format!("/api/v3/call-campaigns/{}", campaign["id"]), &globex.key).await,
+        404,
+    );
+    assert_eq!(app.get("/api/v3/call-campaigns", &globex.key).await.data()["pagination"]["total"], 0);
+    assert_status(&app.post(&path("resume"), &acme.key, json!({})).await, 200);
+    app.run_jobs().await;
+    assert_eq!(app.voice_sandbox().count(), 2);
+    let cancelled = app.post(&path("cancel"), &acme.key, json!({})).await;
+    assert_status(&cancelled, 200);
+    assert_eq!(cancelled.data()["status"], "cancelled");
+    app.advance(Duration::minutes(5)).await;
+    assert_eq!(app.voice_sandbox().count(), 2, "nobody is called after the cancel");
+    crate::framework::assert_error(&app.post(&path("resume"), &acme.key, json!({})).await, 409);
+    crate::framework::assert_error(&app.post(&path("restart"), &acme.key, json!({})).await, 404);
+    let names: Vec<String> =
+        campaign_events(&app.pool, &acme).await.into_iter().filter(|n| n != "call_campaign.target_completed").collect();
+    assert_eq!(
+        names,
+        ["call_campaign.started", "call_campaign.paused", "call_campaign.resumed", "call_campaign.failed"]
+    );
+    // bad bodies name their member
+    let bad = [
+        (json!({"contact_group_id": group["id"].to_string()}), "message"),
+        (
+            json!({"contact_group_id": group["id"].to_string(), "message": "a", "calls_per_minute": 0}),
+            "calls_per_minute",
+        ),
+        (
+            json!({"contact_group_id": group["id"].to_string(), "message": "a", "calling_hours": {"start": "20:00", "end": "08:00"}}),
+            "calling_hours.end",
+        ),
+        (json!({"contact_group_id": group["id"].to_string(), "message": "a", "max_attempts": 4}), "max_attempts"),
+    ];
+    for (body, field) in bad {
+        assert_field_error(&app.post("/api/v3/call-campaigns", &acme.key, body).await, field);
+    }
+    let unknown =
+        app.post("/api/v3/call-campaigns", &acme.key, json!({"contact_group_id": "999999", "message": "a"})).await;
+    crate::framework::assert_error(&unknown, 404);
+}

@@ -1,11 +1,12 @@
 //! The `calls` tools (contract: the `calls` MCP server, `mcp:calls`): a voice OTP, a voice
-//! message, a call that connects to an agent or runs a menu, and reading calls with their
-//! recordings and feedback, over the `messaging::voice` methods the REST routes call. Placing a
+//! message, a call that connects to an agent or runs a menu, reading calls with their
+//! recordings and feedback, and call campaigns, over the `messaging::voice` methods the REST routes call. Placing a
 //! call spends from the wallet, so it needs `mcp:spend` (one elevation per tool: `mcp:send`
 //! alone does not place calls); the person needs `communications.send` as on REST.
 
 use kernel::page::PageQuery;
 use kernel::{Error, Page, PageRequest, Permission, parse_id};
+use messaging::voice::campaigns::{CallCampaign, CallCampaignBody, CallCampaignRef};
 use messaging::voice::requests::{CallBody, OtpBody, OtpCall, VoiceCalls, VoiceMessageBody};
 use messaging::voice::{CallFilter, CallRecord, CallRef};
 use serde_json::Value;
@@ -78,7 +79,86 @@ pub fn tools() -> Vec<Tool> {
             output: || with_def::<CallRecord>(schema_of::<Page<CallRecord>>()),
             call: |call| Box::pin(list_calls(call)),
         },
+        Tool {
+            name: "create_call_campaign",
+            title: "Create a call campaign",
+            description: "Calls every number of a contact group (contact_group_id: id or UUID) with a voice message (message or audio_url) or a menu (ivr, with feedback), as POST /call-campaigns does: calls_per_minute (1 to 600, default 60), calling_hours {start, end, utc_offset} (default 08:00 to 20:00 at +03:00), max_attempts (1 to 3, default 2) for busy or unanswered numbers, tried again after retry_after_minutes (default 30). Each number is called once per attempt and each call billed per started minute; a prepaid wallet too low pauses the campaign until it can pay.",
+            server: SERVER,
+            elevation: Some(Elevation::Spend),
+            permission: Some(Permission::SEND),
+            effect: Effect::Create,
+            input: schema_of::<CallCampaignBody>,
+            output: schema_of::<CallCampaign>,
+            call: |call| Box::pin(create_call_campaign(call)),
+        },
+        Tool {
+            name: "get_call_campaign",
+            title: "Get a call campaign",
+            description: "One call campaign by its uid (ccmp_…) or numeric id, as GET /call-campaigns/{id} does: status (scheduled, running, paused, completed, cancelled, failed), status_reason, total_targets, completed_targets and failed_targets.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::MESSAGES_VIEW),
+            effect: Effect::Read,
+            input: || object(&[("call_campaign", uid_or_id("The campaign's uid (ccmp_…) or numeric id."), true)]),
+            output: schema_of::<CallCampaign>,
+            call: |call| Box::pin(get_call_campaign(call)),
+        },
+        Tool {
+            name: "list_call_campaigns",
+            title: "List call campaigns",
+            description: "The account's call campaigns, newest first (20 a page), as GET /call-campaigns does.",
+            server: SERVER,
+            elevation: None,
+            permission: Some(Permission::MESSAGES_VIEW),
+            effect: Effect::Read,
+            input: || query_input(&[], params_of::<PageQuery>()),
+            output: || with_def::<CallCampaign>(schema_of::<Page<CallCampaign>>()),
+            call: |call| Box::pin(list_call_campaigns(call)),
+        },
+        Tool {
+            name: "change_call_campaign",
+            title: "Pause, resume or cancel a call campaign",
+            description: "action pause (a scheduled or running campaign), resume (a paused one) or cancel (any not ended: numbers not yet called are dropped, live calls finish), as POST /call-campaigns/{id}/{action} does; any other move is a conflict naming the status.",
+            server: SERVER,
+            elevation: Some(Elevation::Spend),
+            permission: Some(Permission::SEND),
+            effect: Effect::Update,
+            input: || {
+                let action = serde_json::json!({"type": "string", "enum": ["pause", "resume", "cancel"]});
+                object(&[
+                    ("call_campaign", uid_or_id("The campaign's uid (ccmp_…) or numeric id."), true),
+                    ("action", action, true),
+                ])
+            },
+            output: schema_of::<CallCampaign>,
+            call: |call| Box::pin(change_call_campaign(call)),
+        },
     ]
+}
+
+async fn create_call_campaign(mut call: Call) -> Result<Value, Error> {
+    let body: CallCampaignBody = call.body()?;
+    answer(call.domains.messaging.create_call_campaign(&call.caller, body).await?)
+}
+
+async fn get_call_campaign(mut call: Call) -> Result<Value, Error> {
+    let id: CallCampaignRef = parse_id(&call.take_path("call_campaign")?, "Call campaign")?;
+    answer(call.domains.messaging.call_campaign(&call.caller, &id).await?)
+}
+
+async fn list_call_campaigns(call: Call) -> Result<Value, Error> {
+    let page: PageQuery = call.query(&query_input(&[], params_of::<PageQuery>()))?;
+    let page = PageRequest::parse(&page, messaging::messages::PER_PAGE)?;
+    answer(call.domains.messaging.call_campaigns(&call.caller, page).await?)
+}
+
+async fn change_call_campaign(mut call: Call) -> Result<Value, Error> {
+    let id: CallCampaignRef = parse_id(&call.take_path("call_campaign")?, "Call campaign")?;
+    let action = call.take_path("action")?;
+    if !["pause", "resume", "cancel"].contains(&action.as_str()) {
+        return Err(Error::field("action", "The action is pause, resume or cancel."));
+    }
+    answer(call.domains.messaging.call_campaign_action(&call.caller, &id, &action).await?)
 }
 
 fn list_input() -> Value {

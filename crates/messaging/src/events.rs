@@ -107,6 +107,7 @@ fn call(kind: &str, status: &str) -> crate::voice::CallRecord {
         updated_at: at,
         answered_at: answered.then_some(at),
         ended_at: (status != "in_progress").then_some(at),
+        call_campaign_id: None,
     }
 }
 

@@ -412,6 +412,51 @@ diesel::table! {
         updated_at -> Timestamptz,
         answered_at -> Nullable<Timestamptz>,
         ended_at -> Nullable<Timestamptz>,
+        call_campaign_id -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    call_campaigns (id) {
+        id -> BigInt,
+        uid -> Text,
+        tenant_id -> BigInt,
+        name -> Text,
+        status -> Text,
+        status_reason -> Nullable<Text>,
+        contact_group_id -> BigInt,
+        plan -> Jsonb,
+        language -> Text,
+        sender_id -> Nullable<Text>,
+        calls_per_minute -> Integer,
+        hours_start -> SmallInt,
+        hours_end -> SmallInt,
+        utc_offset_minutes -> SmallInt,
+        max_attempts -> SmallInt,
+        retry_minutes -> Integer,
+        total_targets -> Integer,
+        completed_targets -> Integer,
+        failed_targets -> Integer,
+        token -> Uuid,
+        metadata -> Nullable<Jsonb>,
+        scheduled_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        started_at -> Nullable<Timestamptz>,
+        ended_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    call_campaign_targets (campaign_id, recipient) {
+        tenant_id -> BigInt,
+        campaign_id -> BigInt,
+        contact_id -> BigInt,
+        recipient -> Text,
+        status -> Text,
+        attempts -> SmallInt,
+        next_at -> Timestamptz,
+        call_id -> Nullable<BigInt>,
     }
 }
 
@@ -439,5 +484,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     chat_form_sends,
     chat_form_answers,
     voice_rates,
-    calls
+    calls,
+    call_campaigns,
+    call_campaign_targets
 );

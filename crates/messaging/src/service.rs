@@ -151,7 +151,8 @@ impl MessagingService {
             .register::<crate::chat::forms::publish::RetireVersion>(self.clone())
             .register::<crate::chat::groups::updates::SendInvites>(self.clone())
             .register::<crate::voice::place::PlaceCalls>(self.clone())
-            .register::<crate::voice::player::PlayCall>(self.clone());
+            .register::<crate::voice::player::PlayCall>(self.clone())
+            .register::<crate::voice::campaigns::DispatchCallCampaign>(self.clone());
     }
 }
 

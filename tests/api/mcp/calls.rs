@@ -9,7 +9,17 @@ use super::support::*;
 use crate::sms::support::{e164, tz};
 
 const PATH: &str = "/mcp/v1/calls";
-const TOOLS: [&str; 5] = ["get_call", "list_calls", "place_call", "send_voice_message", "send_voice_otp"];
+const TOOLS: [&str; 9] = [
+    "change_call_campaign",
+    "create_call_campaign",
+    "get_call",
+    "get_call_campaign",
+    "list_call_campaigns",
+    "list_calls",
+    "place_call",
+    "send_voice_message",
+    "send_voice_otp",
+];
 
 #[actix_web::test]
 async fn calls_placed_over_mcp_are_played_out_and_read_back_as_rest_answers_them() {
@@ -22,7 +32,10 @@ async fn calls_placed_over_mcp_are_played_out_and_read_back_as_rest_answers_them
 
     // without mcp:spend, only the reads are offered
     let reader = connect(&server, PATH, &app.mcp_connection(acme.tenant, acme.user, "mcp:use mcp:calls").await).await;
-    assert_eq!(tool_names(&reader).await, sorted(&["get_call", "list_calls"]));
+    assert_eq!(
+        tool_names(&reader).await,
+        sorted(&["get_call", "get_call_campaign", "list_call_campaigns", "list_calls"])
+    );
 
     let token = app.mcp_connection(acme.tenant, acme.user, "mcp:use mcp:calls mcp:spend").await;
     let client = connect(&server, PATH, &token).await;
@@ -50,4 +63,24 @@ async fn calls_placed_over_mcp_are_played_out_and_read_back_as_rest_answers_them
     assert_eq!(otps["items"][0]["status"], "completed", "{otps}");
     assert!(otps["items"][0].get("code").is_none(), "the code is not read back: {otps}");
     assert_code(&refused(&client, "get_call", json!({"call": "call_unknown"})).await, "not_found");
+
+    // a campaign over the same tools: made, paused, read, listed
+    let res = app.post("/api/v3/contact-groups", &acme.key, json!({"name": "VIP"})).await;
+    let group = res.data()["id"].to_string();
+    let rows = json!({"contacts": [{"PHONE": tz("8101"), "name": "Asha"}]});
+    app.post(&format!("/api/v3/contact-groups/{group}/contacts/batch"), &acme.key, rows).await;
+    let made = ok(&client, "create_call_campaign", json!({"contact_group_id": group, "message": "Karibu"})).await;
+    assert_eq!((made["total_targets"].as_i64(), made["status"].as_str()), (Some(1), Some("scheduled")), "{made}");
+    let paused = ok(&client, "change_call_campaign", json!({"call_campaign": made["uid"], "action": "pause"})).await;
+    assert_eq!(paused["status"], "paused");
+    assert_code(
+        &refused(&client, "change_call_campaign", json!({"call_campaign": made["uid"], "action": "pause"})).await,
+        "conflict",
+    );
+    assert_field(
+        &refused(&client, "change_call_campaign", json!({"call_campaign": made["uid"], "action": "stop"})).await,
+        "action",
+    );
+    assert_eq!(ok(&client, "get_call_campaign", json!({"call_campaign": made["id"]})).await["status"], "paused");
+    assert_eq!(ok(&client, "list_call_campaigns", json!({})).await["items"][0]["uid"], made["uid"]);
 }

@@ -62,6 +62,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(web::resource("/voice/messages").route(web::post().to(voice::messages)))
             .service(web::resource("/calls").route(web::get().to(voice::list)).route(web::post().to(voice::create)))
             .service(web::resource("/calls/{uid}").route(web::get().to(voice::get)))
+            .service(
+                web::resource("/call-campaigns")
+                    .route(web::get().to(voice::list_campaigns))
+                    .route(web::post().to(voice::create_campaign)),
+            )
+            .service(web::resource("/call-campaigns/{uid}").route(web::get().to(voice::get_campaign)))
+            .service(web::resource("/call-campaigns/{uid}/{action}").route(web::post().to(voice::campaign_action)))
             // chat: added after the permission model, so keys without an issuer are refused
             .service(web::resource("/automations/events").route(web::get().to(automations::events)))
             .service(web::resource("/automations/subscriptions").route(web::get().to(automations::subscriptions)))

@@ -1,9 +1,10 @@
-//! Voice and calls (contract: Voice, Calls): every rule lives in `messaging::voice`; these
+//! Voice, calls and call campaigns (contract: Voice, Calls, Call campaigns): every rule lives in `messaging::voice`; these
 //! handlers read the body and wrap the answer.
 
 use actix_web::{HttpResponse, web};
 use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
+use messaging::voice::campaigns::{CallCampaign, CallCampaignBody, CallCampaignRef};
 use messaging::voice::requests::{CallBody, OtpBody, OtpCall, VoiceCalls, VoiceMessageBody};
 use messaging::voice::{CallFilter, CallRecord, CallRef};
 
@@ -72,4 +73,71 @@ pub async fn list(
     security(("bearer" = [])))]
 pub async fn get(auth: Auth, state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
     Ok(ok(state.messaging.call(&auth.0, &kernel::parse_id::<CallRef>(&path, "Call")?).await?))
+}
+
+/// Call a contact group with a voice message or a menu, at a calling rate, within calling
+/// hours, trying busy and unanswered numbers again.
+#[utoipa::path(post, path = "/api/v3/call-campaigns", operation_id = "create_call_campaign", tag = "Call campaigns",
+    request_body = CallCampaignBody,
+    responses((status = 201, body = Success<CallCampaign>, description = "the campaign, its targets written"),
+        (status = 404, body = ErrorEnvelope, description = "the contact group is not one of the account's active groups"),
+        (status = 422, body = ErrorEnvelope, description = "validation; no voice channel; an unknown `sender_id`"),
+        Refusals),
+    security(("bearer" = [])))]
+pub async fn create_campaign(
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: Json<CallCampaignBody>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(created(state.messaging.create_call_campaign(&auth.0, body.0).await?))
+}
+
+/// The account's call campaigns, newest first.
+#[utoipa::path(get, path = "/api/v3/call-campaigns", operation_id = "list_call_campaigns", tag = "Call campaigns",
+    params(PageQuery),
+    responses((status = 200, body = Success<Page<CallCampaign>>), (status = 422, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn list_campaigns(
+    auth: Auth,
+    state: web::Data<AppState>,
+    page: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::parse(&page, messaging::messages::PER_PAGE)?;
+    Ok(ok(state.messaging.call_campaigns(&auth.0, page).await?))
+}
+
+/// One call campaign, by numeric id or `ccmp_…` uid.
+#[utoipa::path(get, path = "/api/v3/call-campaigns/{uid}", operation_id = "get_call_campaign", tag = "Call campaigns",
+    params(("uid" = String, Path, description = "uid or numeric id")),
+    responses((status = 200, body = Success<CallCampaign>), (status = 404, body = ErrorEnvelope), Refusals),
+    security(("bearer" = [])))]
+pub async fn get_campaign(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let campaign = kernel::parse_id::<CallCampaignRef>(&path, "Call campaign")?;
+    Ok(ok(state.messaging.call_campaign(&auth.0, &campaign).await?))
+}
+
+/// Pause (`scheduled` or `running`), resume (`paused`) or cancel (not ended) a call campaign;
+/// 409 from any other status. Calls already live finish.
+#[utoipa::path(post, path = "/api/v3/call-campaigns/{uid}/{action}", operation_id = "call_campaign_action",
+    tag = "Call campaigns",
+    params(("uid" = String, Path, description = "uid or numeric id"),
+        ("action" = String, Path, description = "`pause`, `resume` or `cancel`", pattern = "^(pause|resume|cancel)$")),
+    responses((status = 200, body = Success<CallCampaign>), (status = 404, body = ErrorEnvelope),
+        (status = 409, body = ErrorEnvelope, description = "the campaign's status does not allow it"), Refusals),
+    security(("bearer" = [])))]
+pub async fn campaign_action(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (campaign, action) = path.into_inner();
+    let campaign = kernel::parse_id::<CallCampaignRef>(&campaign, "Call campaign")?;
+    if !["pause", "resume", "cancel"].contains(&action.as_str()) {
+        return Err(kernel::Error::not_found("Route").into());
+    }
+    Ok(ok(state.messaging.call_campaign_action(&auth.0, &campaign, &action).await?))
 }

@@ -233,6 +233,7 @@ pub(crate) async fn finish(
     });
     let reason = (status != "completed").then(|| error.unwrap_or_else(|| status.to_owned()));
     emit(conn, &ended_call, &events, reason, now).await?;
+    super::campaigns::call_ended(conn, &ended_call, now).await?;
     Ok(ended_call)
 }
 

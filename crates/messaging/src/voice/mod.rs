@@ -10,6 +10,7 @@
 //! walks it through the same code.
 
 pub mod callbacks;
+pub mod campaigns;
 pub mod place;
 pub mod plan;
 pub mod player;
@@ -101,6 +102,8 @@ pub struct CallRecord {
     pub answered_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339::option")]
     pub ended_at: Option<OffsetDateTime>,
+    /// The call campaign that placed it.
+    pub call_campaign_id: Option<i64>,
 }
 
 impl CallRecord {

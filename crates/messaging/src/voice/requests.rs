@@ -145,7 +145,7 @@ struct Calls {
     metadata: Option<Map<String, Value>>,
 }
 
-fn language(errors: &mut FieldErrors, raw: Option<&str>) -> String {
+pub(super) fn language(errors: &mut FieldErrors, raw: Option<&str>) -> String {
     match raw.map(str::trim).filter(|l| !l.is_empty()) {
         None => "en".to_owned(),
         Some(l) if LANGUAGES.contains(&l) => l.to_owned(),
@@ -156,7 +156,7 @@ fn language(errors: &mut FieldErrors, raw: Option<&str>) -> String {
     }
 }
 
-fn text(errors: &mut FieldErrors, field: &str, value: Option<&str>, required: bool) {
+pub(super) fn text(errors: &mut FieldErrors, field: &str, value: Option<&str>, required: bool) {
     match value {
         Some(v) if v.trim().is_empty() && required => errors.add(field, format!("The {field} must not be blank.")),
         Some(v) if v.chars().count() > MAX_TEXT_CHARS => {
@@ -167,7 +167,7 @@ fn text(errors: &mut FieldErrors, field: &str, value: Option<&str>, required: bo
     }
 }
 
-fn audio_url(errors: &mut FieldErrors, field: &str, value: &str) {
+pub(super) fn audio_url(errors: &mut FieldErrors, field: &str, value: &str) {
     let ok = (value.starts_with("https://") || value.starts_with("http://"))
         && value.len() <= MAX_URL_CHARS
         && !value.chars().any(|c| c.is_whitespace() || c.is_control());
@@ -177,7 +177,7 @@ fn audio_url(errors: &mut FieldErrors, field: &str, value: &str) {
     }
 }
 
-fn metadata(errors: &mut FieldErrors, metadata: &Option<Map<String, Value>>) {
+pub(super) fn metadata(errors: &mut FieldErrors, metadata: &Option<Map<String, Value>>) {
     let Some(metadata) = metadata else { return };
     if metadata.len() > MAX_METADATA_KEYS {
         errors.add("metadata", format!("The metadata may hold at most {MAX_METADATA_KEYS} keys."));
@@ -195,7 +195,7 @@ fn one_number(errors: &mut FieldErrors, field: &str, raw: &str, calling_code: &s
     number
 }
 
-fn schedule(errors: &mut FieldErrors, raw: Option<&str>) -> Option<OffsetDateTime> {
+pub(super) fn schedule(errors: &mut FieldErrors, raw: Option<&str>) -> Option<OffsetDateTime> {
     crate::send::parse_schedule(raw).unwrap_or_else(|_| {
         errors.add("schedule_time", "The schedule_time must be an ISO 8601 time with an offset or Z.");
         None
@@ -301,7 +301,7 @@ impl CallBody {
             None => None,
         };
         let ivr = match self.ivr {
-            Some(menu) => Some(check_menu(&mut errors, "ivr", menu, 1, calling_code)),
+            Some(menu) => Some(check_ivr(&mut errors, menu, calling_code)),
             None => None,
         };
         if connect.is_some() == ivr.is_some() {
@@ -338,6 +338,11 @@ fn check_connect(errors: &mut FieldErrors, field: &str, mut connect: Connect, ca
     }
     text(errors, &format!("{field}.greeting"), connect.greeting.as_deref(), false);
     connect
+}
+
+/// A call's or a campaign's `ivr`, its numbers normalized.
+pub(super) fn check_ivr(errors: &mut FieldErrors, menu: Menu, calling_code: &str) -> Menu {
+    check_menu(errors, "ivr", menu, 1, calling_code)
 }
 
 fn check_menu(errors: &mut FieldErrors, field: &str, mut menu: Menu, depth: usize, calling_code: &str) -> Menu {
@@ -404,7 +409,7 @@ fn check_option(
 
 /// The voice channel and caller number of a request: `sender_id` names one of the account's
 /// voice numbers; without it, the first active voice channel and its first number.
-async fn route(
+pub(crate) async fn route(
     conn: &mut store::Conn,
     tenant: TenantId,
     sender_id: Option<&str>,
@@ -512,53 +517,82 @@ impl MessagingService {
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         let due = calls.schedule.filter(|at| *at > now);
-        let plan = serde_json::to_value(&calls.plan).map_err(Error::internal)?;
-        let metadata = calls.metadata.map(Value::Object);
         let config = self.config.clone();
         let mut conn = self.conn(tenant).await?;
         conn.transaction(async move |conn| {
-            let (channel, number) = route(conn, tenant, calls.sender_id.as_deref()).await?;
-            let card = rates(conn, tenant, config.voice_price_minor).await?;
-            let rows: Vec<_> = calls
-                .numbers
-                .iter()
-                .map(|recipient| {
-                    (
-                        calls::uid.eq(voice::new_uid()),
-                        calls::tenant_id.eq(tenant.0),
-                        calls::kind.eq(calls.kind),
-                        calls::channel_id.eq(channel.id),
-                        calls::caller.eq(number.clone()),
-                        calls::recipient.eq(recipient.clone()),
-                        calls::status.eq("queued"),
-                        calls::plan.eq(plan.clone()),
-                        calls::language.eq(calls.language.clone()),
-                        calls::rate_minor.eq(card.price(recipient)),
-                        calls::price_minor.eq(card.price(recipient)),
-                        calls::metadata.eq(metadata.clone()),
-                        calls::scheduled_at.eq(due),
-                        calls::created_at.eq(now),
-                        calls::updated_at.eq(now),
-                    )
-                })
-                .collect();
-            let written: Vec<CallRecord> = diesel::insert_into(calls::table)
-                .values(&rows)
-                .returning(CallRecord::as_returning())
-                .get_results(conn)
-                .await?;
-            let ids: Vec<i64> = written.iter().map(|c| c.id).collect();
-            for ids in ids.chunks(config.send_chunk.max(1)) {
-                let job = PlaceCalls { tenant_id: tenant, ids: ids.to_vec() };
-                let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: due, ..Default::default() };
-                store::jobs::enqueue(conn, &job, options).await?;
+            let route = route(conn, tenant, calls.sender_id.as_deref()).await?;
+            let new = NewCalls {
+                plan: &calls.plan,
+                kind: calls.kind,
+                language: &calls.language,
+                metadata: calls.metadata.map(Value::Object),
+                due,
+                campaign: None,
+            };
+            match write_calls(conn, tenant, &route, &new, &calls.numbers, (now, &config)).await? {
+                Ok(written) => Ok(written),
+                Err(short) => Err(crate::send::insufficient(conn, tenant, short).await),
             }
-            let held: i64 = written.iter().map(|c| c.price_minor).sum();
-            if let Err(short) = accounts::wallet::debit(conn, tenant, held, "voice: first minute held").await? {
-                return Err(crate::send::insufficient(conn, tenant, short).await);
-            }
-            Ok(written)
         })
         .await
     }
+}
+
+/// What the calls of one request (or one campaign batch) share.
+pub(crate) struct NewCalls<'a> {
+    pub plan: &'a Plan,
+    pub kind: &'a str,
+    pub language: &'a str,
+    pub metadata: Option<Value>,
+    /// When a scheduled request's calls are placed.
+    pub due: Option<OffsetDateTime>,
+    pub campaign: Option<i64>,
+}
+
+/// Writes one call per number on `route`, priced from the voice rates, with their placing jobs,
+/// and holds one minute of each from the wallet: the wallet's shortfall (nothing to keep) when a
+/// prepaid one cannot hold them all. Runs inside the caller's transaction.
+pub(crate) async fn write_calls(
+    conn: &mut store::Conn,
+    tenant: TenantId,
+    (channel, number): &(Channel, Option<String>),
+    new: &NewCalls<'_>,
+    numbers: &[String],
+    (now, config): (OffsetDateTime, &crate::MessagingConfig),
+) -> Result<Result<Vec<CallRecord>, accounts::wallet::Shortfall>, Error> {
+    let card = rates(conn, tenant, config.voice_price_minor).await?;
+    let plan = serde_json::to_value(new.plan).map_err(Error::internal)?;
+    let rows: Vec<_> = numbers
+        .iter()
+        .map(|recipient| {
+            (
+                calls::uid.eq(voice::new_uid()),
+                calls::tenant_id.eq(tenant.0),
+                calls::kind.eq(new.kind),
+                calls::channel_id.eq(channel.id),
+                calls::caller.eq(number.clone()),
+                calls::recipient.eq(recipient.clone()),
+                calls::status.eq("queued"),
+                calls::plan.eq(plan.clone()),
+                calls::language.eq(new.language),
+                calls::rate_minor.eq(card.price(recipient)),
+                calls::price_minor.eq(card.price(recipient)),
+                calls::metadata.eq(new.metadata.clone()),
+                calls::scheduled_at.eq(new.due),
+                calls::created_at.eq(now),
+                calls::updated_at.eq(now),
+                calls::call_campaign_id.eq(new.campaign),
+            )
+        })
+        .collect();
+    let written: Vec<CallRecord> =
+        diesel::insert_into(calls::table).values(&rows).returning(CallRecord::as_returning()).get_results(conn).await?;
+    let ids: Vec<i64> = written.iter().map(|c| c.id).collect();
+    for ids in ids.chunks(config.send_chunk.max(1)) {
+        let job = PlaceCalls { tenant_id: tenant, ids: ids.to_vec() };
+        let options = store::jobs::Enqueue { tenant_id: Some(tenant), run_at: new.due, ..Default::default() };
+        store::jobs::enqueue(conn, &job, options).await?;
+    }
+    let held: i64 = written.iter().map(|c| c.price_minor).sum();
+    Ok(accounts::wallet::debit(conn, tenant, held, "voice: first minute held").await?.map(|_| written))
 }
