@@ -497,9 +497,9 @@ async fn a_call_campaign_calls_each_number_once_at_its_rate_and_tries_the_unansw
     );
     let names = campaign_events(&app.pool, &acme).await;
     assert_eq!(names.first().map(String::as_str), Some("call_campaign.started"));
-    assert_eq!(names.last().map(String::as_str), Some("call_campaign.completed"));
-    assert_eq!(names.iter().filter(|n| *n == "call_campaign.target_completed").count(), 3, "{names:?}");
-    // five calls, each billed: two answered minutes paid, the rest given back
+    let count = |name: &str| names.iter().filter(|n| *n == name).count();
+    assert_eq!((count("call_campaign.target_completed"), count("call_campaign.completed")), (3, 1), "{names:?}");
+    // five calls: the one answered minute paid, the unanswered calls' held minutes given back
     let calls = app.get("/api/v3/calls?per_page=50", &acme.key).await;
     assert_eq!(calls.data()["pagination"]["total"], 5);
     assert!(calls.data()["items"].as_array().expect("items").iter().all(|c| c["call_campaign_id"] == campaign["id"]));
@@ -543,8 +543,9 @@ async fn a_call_campaign_waits_for_its_calling_hours_and_for_the_wallet() {
             "call_campaign.started",
             "call_campaign.paused",
             "call_campaign.resumed",
+            // the last target and the campaign end together (read back in name order)
+            "call_campaign.completed",
             "call_campaign.target_completed",
-            "call_campaign.completed"
         ]
     );
 }

@@ -115,6 +115,10 @@ const RULES: &[(&str, &str)] = &[
     ("POST /api/v3/voice/messages", "recipients that are phone numbers; exactly one of message and audio_url"),
     ("POST /api/v3/calls", "phone numbers; exactly one of connect and ivr; one action per menu option; menu keys"),
     (
+        "POST /api/v3/call-campaigns",
+        "a contact group of the account; exactly one of message, audio_url and ivr; calling hours' end after start",
+    ),
+    (
         "POST /api/engine/tasks",
         "instructions not blank; tool and server names the workspace offers (not agents); require_approval among the tools",
     ),

@@ -65,10 +65,12 @@ async fn calls_placed_over_mcp_are_played_out_and_read_back_as_rest_answers_them
     assert_code(&refused(&client, "get_call", json!({"call": "call_unknown"})).await, "not_found");
 
     // a campaign over the same tools: made, paused, read, listed
-    let res = app.post("/api/v3/contact-groups", &acme.key, json!({"name": "VIP"})).await;
+    let admin = app.user(acme.tenant, "all").await;
+    let admin = app.key(acme.tenant, admin).await;
+    let res = app.post("/api/v3/contact-groups", &admin, json!({"name": "VIP"})).await;
     let group = res.data()["id"].to_string();
     let rows = json!({"contacts": [{"PHONE": tz("8101"), "name": "Asha"}]});
-    app.post(&format!("/api/v3/contact-groups/{group}/contacts/batch"), &acme.key, rows).await;
+    app.post(&format!("/api/v3/contact-groups/{group}/contacts/batch"), &admin, rows).await;
     let made = ok(&client, "create_call_campaign", json!({"contact_group_id": group, "message": "Karibu"})).await;
     assert_eq!((made["total_targets"].as_i64(), made["status"].as_str()), (Some(1), Some("scheduled")), "{made}");
     let paused = ok(&client, "change_call_campaign", json!({"call_campaign": made["uid"], "action": "pause"})).await;

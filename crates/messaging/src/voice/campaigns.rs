@@ -714,6 +714,9 @@ async fn write_targets(conn: &mut store::Conn, row: &Row, now: OffsetDateTime) -
                 )
             })
             .collect();
+        if rows.is_empty() {
+            continue;
+        }
         total += diesel::insert_into(call_campaign_targets::table)
             .values(&rows)
             .on_conflict_do_nothing()

@@ -166,7 +166,6 @@ pub struct CallFilter {
     #[param(schema_with = kind_filter)]
     pub kind: Option<String>,
     /// A phone number in any common form.
-    #[param(max_length = 64)]
     pub recipient: Option<String>,
 }
 
