@@ -7,12 +7,14 @@
 use kernel::page::PageQuery;
 use kernel::{Error, Page, PageRequest, Permission, parse_id};
 use messaging::voice::campaigns::{CallCampaign, CallCampaignBody, CallCampaignRef};
-use messaging::voice::requests::{CallBody, OtpBody, OtpCall, VoiceCalls, VoiceMessageBody};
+use messaging::voice::requests::{CallBody, OtpBody, VoiceCalls, VoiceMessageBody};
 use messaging::voice::{CallFilter, CallRecord, CallRef};
 use serde_json::Value;
 
 use crate::scopes::Elevation;
-use crate::tool::{Call, Effect, Tool, answer, object, params_of, query_input, schema_of, uid_or_id, with_def};
+use crate::tool::{
+    Call, Effect, Tool, answer, object, params_of, query_input, schema_of, uid_or_id, with_def, with_members,
+};
 
 const SERVER: &str = "calls";
 
@@ -28,7 +30,11 @@ pub fn tools() -> Vec<Tool> {
             permission: Some(Permission::SEND),
             effect: Effect::Create,
             input: schema_of::<OtpBody>,
-            output: schema_of::<OtpCall>,
+            // the call and its code (the REST answer flattens them; an MCP output is one object)
+            output: || {
+                let code = serde_json::json!({"type": "string", "description": "The code read out."});
+                with_members(schema_of::<CallRecord>(), &[("code", code, true)])
+            },
             call: |call| Box::pin(send_voice_otp(call)),
         },
         Tool {

@@ -245,22 +245,23 @@ impl Row {
 
 /// `HH:MM` as minutes after midnight (`24:00` allowed when `end`).
 fn minutes(raw: &str, end: bool) -> Option<i16> {
-    let (h, m) = raw.trim().split_once(':')?;
+    let (h, m) = raw.split_once(':')?;
+    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let (h, m): (i16, i16) = (h.parse().ok()?, m.parse().ok()?);
     let total = h * 60 + m;
-    let valid =
-        h.to_string().len() <= 2 && (0..60).contains(&m) && (0..=if end { 1440 } else { 1439 }).contains(&total);
+    let valid = (0..60).contains(&m) && (0..=if end { 1440 } else { 1439 }).contains(&total);
     valid.then_some(total)
 }
 
 fn offset_minutes(raw: &str) -> Option<i16> {
-    let raw = raw.trim();
     let sign = match raw.chars().next()? {
         '+' => 1,
         '-' => -1,
         _ => return None,
     };
-    let total = minutes(&raw[1..], false)?;
+    let total = minutes(raw.get(1..)?, false)?;
     (total <= 14 * 60).then_some(sign * total)
 }
 
@@ -771,4 +772,25 @@ pub(crate) async fn call_ended(conn: &mut store::Conn, call: &CallRecord, now: O
         set_status(conn, &row, ("completed", None), "completed", now).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calling_hours_read_hh_mm_and_offsets() {
+        assert_eq!(
+            (minutes("08:30", false), minutes("24:00", true), minutes("24:00", false)),
+            (Some(510), Some(1440), None)
+        );
+        for bad in ["8:30", "08:60", "0830", "08:3", " 08:30", "+8:00", ""] {
+            assert_eq!(minutes(bad, true), None, "{bad:?}");
+        }
+        assert_eq!(
+            (offset_minutes("+03:00"), offset_minutes("-05:30"), offset_minutes("+15:00")),
+            (Some(180), Some(-330), None)
+        );
+        assert_eq!(offset_minutes("03:00"), None);
+    }
 }

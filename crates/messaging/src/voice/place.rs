@@ -70,10 +70,10 @@ impl MessagingService {
         drop(conn);
         let mut providers: HashMap<i64, Arc<dyn VoiceGateway>> = HashMap::new();
         for call in &claimed {
-            if !providers.contains_key(&call.channel_id) {
+            if let std::collections::hash_map::Entry::Vacant(entry) = providers.entry(call.channel_id) {
                 let mut conn = self.conn(tenant).await?;
                 let channel = crate::channels::get(&mut conn, tenant, call.channel_id).await?;
-                providers.insert(call.channel_id, self.gateways.voice(&channel)?);
+                entry.insert(self.gateways.voice(&channel)?);
             }
         }
         let providers = &providers;

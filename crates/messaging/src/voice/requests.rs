@@ -296,14 +296,8 @@ impl CallBody {
     fn check(self, calling_code: &str) -> Result<Calls, Error> {
         let mut errors = FieldErrors::new();
         let number = one_number(&mut errors, "recipient", &self.recipient, calling_code);
-        let connect = match self.connect {
-            Some(connect) => Some(check_connect(&mut errors, "connect", connect, calling_code)),
-            None => None,
-        };
-        let ivr = match self.ivr {
-            Some(menu) => Some(check_ivr(&mut errors, menu, calling_code)),
-            None => None,
-        };
+        let connect = self.connect.map(|connect| check_connect(&mut errors, "connect", connect, calling_code));
+        let ivr = self.ivr.map(|menu| check_ivr(&mut errors, menu, calling_code));
         if connect.is_some() == ivr.is_some() {
             errors.add("connect", "Give exactly one of connect and ivr.");
         }
