@@ -17,8 +17,8 @@ CREATE TABLE voice_rates (
 SELECT svc_tenant_rls('voice_rates');
 
 CREATE TABLE calls (
-    id                BIGSERIAL PRIMARY KEY,
-    uid               TEXT NOT NULL UNIQUE,
+    id                BIGSERIAL,
+    uid               TEXT NOT NULL,
     tenant_id         BIGINT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     kind              TEXT NOT NULL CHECK (kind IN ('otp', 'message', 'call')),
     direction         TEXT NOT NULL DEFAULT 'outbound' CHECK (direction IN ('outbound', 'inbound')),
@@ -55,7 +55,10 @@ CREATE TABLE calls (
     created_at        TIMESTAMPTZ NOT NULL DEFAULT now(),
     updated_at        TIMESTAMPTZ NOT NULL DEFAULT now(),
     answered_at       TIMESTAMPTZ,
-    ended_at          TIMESTAMPTZ
+    ended_at          TIMESTAMPTZ,
+    -- distributable by tenant (store's tenancy test): every key carries it
+    PRIMARY KEY (id, tenant_id),
+    UNIQUE (uid, tenant_id)
 );
 CREATE INDEX calls_tenant ON calls (tenant_id, id DESC);
 CREATE INDEX calls_provider ON calls (channel_id, provider_call_id) WHERE provider_call_id IS NOT NULL;

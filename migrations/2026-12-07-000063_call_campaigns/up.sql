@@ -3,8 +3,8 @@
 -- callee is a target row, so a restarted dispatch calls nobody twice.
 
 CREATE TABLE call_campaigns (
-    id                  BIGSERIAL PRIMARY KEY,
-    uid                 TEXT NOT NULL UNIQUE,
+    id                  BIGSERIAL,
+    uid                 TEXT NOT NULL,
     tenant_id           BIGINT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     name                TEXT NOT NULL,
     status              TEXT NOT NULL CHECK (status IN
@@ -32,14 +32,16 @@ CREATE TABLE call_campaigns (
     created_at          TIMESTAMPTZ NOT NULL,
     updated_at          TIMESTAMPTZ NOT NULL,
     started_at          TIMESTAMPTZ,
-    ended_at            TIMESTAMPTZ
+    ended_at            TIMESTAMPTZ,
+    PRIMARY KEY (id, tenant_id),
+    UNIQUE (uid, tenant_id)
 );
 CREATE INDEX call_campaigns_tenant ON call_campaigns (tenant_id, id DESC);
 SELECT svc_tenant_rls('call_campaigns');
 
 CREATE TABLE call_campaign_targets (
     tenant_id    BIGINT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    campaign_id  BIGINT NOT NULL REFERENCES call_campaigns (id) ON DELETE CASCADE,
+    campaign_id  BIGINT NOT NULL,
     contact_id   BIGINT NOT NULL,
     recipient    TEXT NOT NULL,
     -- pending (due at next_at) -> calling (its call live) -> completed or failed; cancelled
@@ -48,9 +50,12 @@ CREATE TABLE call_campaign_targets (
     attempts     SMALLINT NOT NULL DEFAULT 0,
     next_at      TIMESTAMPTZ NOT NULL,
     call_id      BIGINT,
-    PRIMARY KEY (campaign_id, recipient)
+    PRIMARY KEY (tenant_id, campaign_id, recipient),
+    FOREIGN KEY (campaign_id, tenant_id) REFERENCES call_campaigns (id, tenant_id) ON DELETE CASCADE
 );
 CREATE INDEX call_campaign_targets_due ON call_campaign_targets (campaign_id, next_at) WHERE status = 'pending';
 SELECT svc_tenant_rls('call_campaign_targets');
 
-ALTER TABLE calls ADD COLUMN call_campaign_id BIGINT REFERENCES call_campaigns (id) ON DELETE SET NULL;
+ALTER TABLE calls ADD COLUMN call_campaign_id BIGINT,
+    ADD FOREIGN KEY (call_campaign_id, tenant_id) REFERENCES call_campaigns (id, tenant_id)
+        ON DELETE SET NULL (call_campaign_id);

@@ -448,7 +448,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    call_campaign_targets (campaign_id, recipient) {
+    call_campaign_targets (tenant_id, campaign_id, recipient) {
         tenant_id -> BigInt,
         campaign_id -> BigInt,
         contact_id -> BigInt,
