@@ -104,10 +104,10 @@ pub struct Step {
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
     /// A turn's text, a call's result.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = any_json)]
     pub output: Option<Value>,
     /// A turn's tool calls: `[{id, name, arguments}]`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Vec<Object>>)]
     pub tool_calls: Option<Value>,
     /// `{code, message, ...}`: what the model was told when a call was refused.
     #[schema(value_type = Option<Object>)]
@@ -120,6 +120,14 @@ pub struct Step {
     #[serde(with = "time::serde::rfc3339::option")]
     pub finished_at: Option<OffsetDateTime>,
     pub duration_ms: Option<i64>,
+}
+
+/// A step's `output`: text (a model turn's) or any JSON (a tool call's result), or null.
+fn any_json() -> utoipa::openapi::schema::Schema {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::AnyValue)
+        .description(Some("A turn's text, a call's result."))
+        .into()
 }
 
 /// `GET /api/engine/runs` query.
