@@ -146,6 +146,24 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
     text
 }
 
+/// A form POST to one of Africa's Talking's APIs as the account (SMS and voice alike).
+pub(crate) async fn post_form(
+    client: &reqwest::Client,
+    url: &str,
+    config: &AfricasTalkingConfig,
+    form: &[(&str, &str)],
+) -> Result<reqwest::Response, SendError> {
+    client
+        .post(url)
+        .header("apiKey", &config.api_key)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .form(form)
+        .timeout(config.timeout)
+        .send()
+        .await
+        .map_err(send_error)
+}
+
 pub(crate) fn send_error(error: reqwest::Error) -> SendError {
     if error.is_timeout() { SendError::Timeout } else { SendError::Transport(describe(&error)) }
 }
@@ -159,16 +177,7 @@ impl SmsGateway for AfricasTalking {
         if let Some(from) = sms.from {
             form.push(("from", from));
         }
-        let response = self
-            .client
-            .post(&self.messaging_url)
-            .header("apiKey", &self.config.api_key)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .form(&form)
-            .timeout(self.config.timeout)
-            .send()
-            .await
-            .map_err(send_error)?;
+        let response = post_form(&self.client, &self.messaging_url, &self.config, &form).await?;
         let status = response.status();
         if !status.is_success() {
             tracing::warn!(reference = sms.reference, status = status.as_u16(), "Africa's Talking refused the request");

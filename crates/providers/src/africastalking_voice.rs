@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 
 use crate::AfricasTalkingConfig;
-use crate::africastalking::{callback_fields, send_error};
+use crate::africastalking::{callback_fields, post_form, send_error};
 use crate::voice::{
     CallEnd, CallbackError, OutboundCall, PlaceOutcome, SendError, VoiceAction, VoiceCallback, VoiceGateway,
 };
@@ -114,16 +114,7 @@ impl VoiceGateway for AfricasTalkingVoice {
         if let Some(from) = call.from {
             form.push(("from", from));
         }
-        let response = self
-            .client
-            .post(&self.call_url)
-            .header("apiKey", &self.config.api_key)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .form(&form)
-            .timeout(self.config.timeout)
-            .send()
-            .await
-            .map_err(send_error)?;
+        let response = post_form(&self.client, &self.call_url, &self.config, &form).await?;
         let status = response.status();
         if !status.is_success() {
             // A plain 4xx that explains itself is a refusal (the call will never ring); bad
