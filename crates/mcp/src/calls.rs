@@ -6,7 +6,7 @@
 
 use kernel::page::PageQuery;
 use kernel::{Error, Page, PageRequest, Permission, parse_id};
-use messaging::voice::campaigns::{CallCampaign, CallCampaignBody, CallCampaignRef};
+use messaging::voice::campaigns::{Action, CallCampaign, CallCampaignBody, CallCampaignRef};
 use messaging::voice::requests::{CallBody, OtpBody, VoiceCalls, VoiceMessageBody};
 use messaging::voice::{CallFilter, CallRecord, CallRef};
 use serde_json::Value;
@@ -130,7 +130,7 @@ pub fn tools() -> Vec<Tool> {
             permission: Some(Permission::SEND),
             effect: Effect::Update,
             input: || {
-                let action = serde_json::json!({"type": "string", "enum": ["pause", "resume", "cancel"]});
+                let action = serde_json::json!({"type": "string", "enum": Action::NAMES});
                 object(&[
                     ("call_campaign", uid_or_id("The campaign's uid (ccmp_…) or numeric id."), true),
                     ("action", action, true),
@@ -160,11 +160,9 @@ async fn list_call_campaigns(call: Call) -> Result<Value, Error> {
 
 async fn change_call_campaign(mut call: Call) -> Result<Value, Error> {
     let id: CallCampaignRef = parse_id(&call.take_path("call_campaign")?, "Call campaign")?;
-    let action = call.take_path("action")?;
-    if !["pause", "resume", "cancel"].contains(&action.as_str()) {
-        return Err(Error::field("action", "The action is pause, resume or cancel."));
-    }
-    answer(call.domains.messaging.call_campaign_action(&call.caller, &id, &action).await?)
+    let action = Action::parse(&call.take_path("action")?)
+        .ok_or_else(|| Error::field("action", "The action is pause, resume or cancel."))?;
+    answer(call.domains.messaging.call_campaign_action(&call.caller, &id, action).await?)
 }
 
 fn list_input() -> Value {
@@ -185,6 +183,32 @@ async fn send_voice_message(mut call: Call) -> Result<Value, Error> {
 
 async fn place_call(mut call: Call) -> Result<Value, Error> {
     let body: CallBody = call.body()?;
+    answer(call.domains.messaging.place_call(&call.caller, body).await?)
+}
+
+/// `POST /calls`'s body with `keep` (`connect` or `ivr`) required and the other left out: the
+/// input of the `routing` and `ivr` servers' call tools.
+pub(crate) fn call_input(keep: &str) -> Value {
+    let mut schema = schema_of::<CallBody>();
+    let other = if keep == "ivr" { "connect" } else { "ivr" };
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.remove(other);
+    }
+    let required = schema.as_object_mut().map(|o| o.entry("required").or_insert_with(|| serde_json::json!([])));
+    if let Some(Value::Array(required)) = required {
+        required.push(Value::from(keep));
+    }
+    schema
+}
+
+/// Places a call of [`call_input`]`(keep)`: the other member is refused by name.
+pub(crate) async fn place_call_with(mut call: Call, keep: &str) -> Result<Value, Error> {
+    let body: CallBody = call.body()?;
+    let other = if keep == "ivr" { body.connect.is_some() } else { body.ivr.is_some() };
+    if other {
+        let member = if keep == "ivr" { "connect" } else { "ivr" };
+        return Err(Error::field(member, format!("This tool takes {keep}; place_call (calls) takes either.")));
+    }
     answer(call.domains.messaging.place_call(&call.caller, body).await?)
 }
 

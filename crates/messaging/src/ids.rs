@@ -1,5 +1,6 @@
-//! The id kinds of messaging (contract: Identifiers): a message or a campaign is named in a path
-//! by its numeric id or by its public uid (`msg_…`, `cmp_…`). Read them with
+//! The id kinds of messaging (contract: Identifiers): a message, a campaign, a call or a call
+//! campaign is named in a path by its numeric id or by its public uid (`msg_…`, `cmp_…`,
+//! `call_…`, `ccmp_…`). Read them with
 //! [`kernel::parse_id`]: anything else names nothing, the resource's 404.
 //!
 //! ```
@@ -88,43 +89,74 @@ uid!(
     "cmp_"
 );
 
-/// A message in a path: numeric id or public uid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MessageRef {
-    Id(MessageId),
-    Uid(MessageUid),
+/// Declares how a resource is named in a path: its numeric id or its public uid.
+macro_rules! reference {
+    ($(#[$doc:meta])* $name:ident, $id:ident, $uid:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum $name {
+            Id($id),
+            Uid($uid),
+        }
+
+        impl PathId for $name {
+            fn from_path(raw: &str) -> Option<Self> {
+                $id::from_path(raw).map(Self::Id).or_else(|| $uid::from_path(raw).map(Self::Uid))
+            }
+        }
+
+        impl From<$id> for $name {
+            fn from(id: $id) -> Self {
+                Self::Id(id)
+            }
+        }
+    };
 }
 
-impl PathId for MessageRef {
-    fn from_path(raw: &str) -> Option<Self> {
-        MessageId::from_path(raw).map(Self::Id).or_else(|| MessageUid::from_path(raw).map(Self::Uid))
-    }
-}
+reference!(
+    /// A message in a path: numeric id or public uid.
+    MessageRef,
+    MessageId,
+    MessageUid
+);
+reference!(
+    /// A campaign in a path (or the message list's `campaign` filter): numeric id or public uid.
+    CampaignRef,
+    CampaignId,
+    CampaignUid
+);
 
-impl From<MessageId> for MessageRef {
-    fn from(id: MessageId) -> Self {
-        Self::Id(id)
-    }
-}
+kernel::id!(
+    /// A call (voice OTP, voice message or call).
+    CallId: i64
+);
+uid!(
+    /// A call's public uid, `call_…`.
+    CallUid,
+    "call_"
+);
+reference!(
+    /// A call in a path: numeric id or `call_…` uid.
+    CallRef,
+    CallId,
+    CallUid
+);
 
-/// A campaign in a path (or the message list's `campaign` filter): numeric id or public uid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CampaignRef {
-    Id(CampaignId),
-    Uid(CampaignUid),
-}
-
-impl PathId for CampaignRef {
-    fn from_path(raw: &str) -> Option<Self> {
-        CampaignId::from_path(raw).map(Self::Id).or_else(|| CampaignUid::from_path(raw).map(Self::Uid))
-    }
-}
-
-impl From<CampaignId> for CampaignRef {
-    fn from(id: CampaignId) -> Self {
-        Self::Id(id)
-    }
-}
+kernel::id!(
+    /// A call campaign.
+    CallCampaignId: i64
+);
+uid!(
+    /// A call campaign's public uid, `ccmp_…`.
+    CallCampaignUid,
+    "ccmp_"
+);
+reference!(
+    /// A call campaign in a path: numeric id or `ccmp_…` uid.
+    CallCampaignRef,
+    CallCampaignId,
+    CallCampaignUid
+);
 
 #[cfg(test)]
 mod tests {
@@ -148,5 +180,11 @@ mod tests {
             assert!(kernel::parse_id::<CampaignRef>(raw, "Campaign").is_err(), "{raw:?}");
         }
         assert!(kernel::parse_id::<CampaignRef>(CampaignUid::generate().as_str(), "Campaign").is_ok());
+        assert!(kernel::parse_id::<CallRef>("ccmp_abc", "Call").is_err());
+        assert!(kernel::parse_id::<CallCampaignRef>("call_abc", "Call campaign").is_err());
+        assert!(matches!(
+            kernel::parse_id::<CallCampaignRef>("ccmp_abc", "Call campaign"),
+            Ok(CallCampaignRef::Uid(_))
+        ));
     }
 }

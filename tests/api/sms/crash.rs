@@ -87,7 +87,12 @@ where
 
 /// A contact group of `contacts` people, made through the real gateway's API (in batches of the
 /// contract's 500); answers its id and each contact's number by contact id.
-async fn make_group(gateway: &Gateway, pool: &store::Pool, key: &str, contacts: u32) -> (Value, BTreeMap<i64, String>) {
+pub(crate) async fn make_group(
+    gateway: &Gateway,
+    pool: &store::Pool,
+    key: &str,
+    contacts: u32,
+) -> (Value, BTreeMap<i64, String>) {
     let client = providers::http_client().expect("client");
     let res = client
         .post(format!("{}/api/v3/contact-groups", gateway.url))

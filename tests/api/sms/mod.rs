@@ -4,7 +4,7 @@
 mod admin;
 mod billing;
 mod campaigns;
-mod crash;
+pub(crate) mod crash;
 mod hooks;
 mod lifecycle;
 mod reading;

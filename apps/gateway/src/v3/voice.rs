@@ -4,7 +4,7 @@
 use actix_web::{HttpResponse, web};
 use kernel::page::PageQuery;
 use kernel::{Page, PageRequest};
-use messaging::voice::campaigns::{CallCampaign, CallCampaignBody, CallCampaignRef};
+use messaging::voice::campaigns::{Action, CallCampaign, CallCampaignBody, CallCampaignRef};
 use messaging::voice::requests::{CallBody, OtpBody, OtpCall, VoiceCalls, VoiceMessageBody};
 use messaging::voice::{CallFilter, CallRecord, CallRef};
 
@@ -136,8 +136,6 @@ pub async fn campaign_action(
 ) -> Result<HttpResponse, ApiError> {
     let (campaign, action) = path.into_inner();
     let campaign = kernel::parse_id::<CallCampaignRef>(&campaign, "Call campaign")?;
-    if !["pause", "resume", "cancel"].contains(&action.as_str()) {
-        return Err(kernel::Error::not_found("Route").into());
-    }
-    Ok(ok(state.messaging.call_campaign_action(&auth.0, &campaign, &action).await?))
+    let action = Action::parse(&action).ok_or_else(|| kernel::Error::not_found("Route"))?;
+    Ok(ok(state.messaging.call_campaign_action(&auth.0, &campaign, action).await?))
 }

@@ -22,9 +22,9 @@ use super::CallRecord;
 use super::plan::{Feedback, Menu, Plan};
 use super::requests::{NewCalls, check_ivr, route, write_calls};
 use crate::MessagingService;
+pub use crate::ids::{CallCampaignId, CallCampaignRef, CallCampaignUid};
 use crate::schema::{call_campaign_targets, call_campaigns};
 
-pub const UID_PREFIX: &str = "ccmp_";
 /// Statuses a campaign ends in.
 pub const ENDED: [&str; 3] = ["completed", "cancelled", "failed"];
 /// Why the wallet paused a campaign.
@@ -349,21 +349,33 @@ impl CallCampaignBody {
     }
 }
 
-/// A call campaign in a path: numeric id or `ccmp_…` uid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallCampaignRef {
-    Id(i64),
-    Uid(String),
+/// What an owner may do to a campaign (`POST /call-campaigns/{id}/{action}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Pause,
+    Resume,
+    Cancel,
 }
 
-impl kernel::ids::PathId for CallCampaignRef {
-    fn from_path(raw: &str) -> Option<Self> {
-        if let Ok(id) = raw.parse::<i64>() {
-            return (id > 0).then_some(Self::Id(id));
+impl Action {
+    pub const NAMES: [&'static str; 3] = ["pause", "resume", "cancel"];
+
+    /// `pause`, `resume` or `cancel`; anything else is no action.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "pause" => Some(Self::Pause),
+            "resume" => Some(Self::Resume),
+            "cancel" => Some(Self::Cancel),
+            _ => None,
         }
-        let rest = raw.strip_prefix(UID_PREFIX)?;
-        let valid = (1..=64).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_alphanumeric());
-        valid.then(|| Self::Uid(raw.to_owned()))
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Self::Pause => "paused",
+            Self::Resume => "resumed",
+            Self::Cancel => "cancelled",
+        }
     }
 }
 
@@ -389,7 +401,7 @@ impl Job for DispatchCallCampaign {
 async fn locked(conn: &mut store::Conn, tenant: TenantId, campaign: &CallCampaignRef) -> Result<Row, Error> {
     let of_tenant = call_campaigns::table.filter(call_campaigns::tenant_id.eq(tenant.0));
     let id = match campaign {
-        CallCampaignRef::Id(id) => Some(*id),
+        CallCampaignRef::Id(id) => Some(id.0),
         CallCampaignRef::Uid(uid) => {
             of_tenant.filter(call_campaigns::uid.eq(uid)).select(call_campaigns::id).first(conn).await.optional()?
         }
@@ -492,7 +504,7 @@ impl MessagingService {
             route(conn, tenant, checked.sender_id.as_deref()).await?;
             let row: Row = diesel::insert_into(call_campaigns::table)
                 .values((
-                    call_campaigns::uid.eq(format!("{UID_PREFIX}{}", Uuid::new_v4().simple())),
+                    call_campaigns::uid.eq(CallCampaignUid::generate()),
                     call_campaigns::tenant_id.eq(tenant.0),
                     call_campaigns::name.eq(checked.name.unwrap_or(group.name)),
                     call_campaigns::status.eq("scheduled"),
@@ -561,21 +573,22 @@ impl MessagingService {
         &self,
         caller: &Caller,
         campaign: &CallCampaignRef,
-        action: &str,
+        action: Action,
     ) -> Result<CallCampaign, Error> {
         caller.require_issuer()?;
         caller.require(Permission::SEND)?;
         let tenant = caller.tenant_id;
         let now = self.clock.now();
         let campaign = campaign.clone();
-        let action = action.to_owned();
         let mut conn = self.conn(tenant).await?;
         conn.transaction(async move |conn| {
             let row = locked(conn, tenant, &campaign).await?;
-            let refused = || Error::conflict(format!("A {} call campaign cannot be {action}d.", row.status));
-            let row = match (action.as_str(), row.status.as_str()) {
-                ("pause", "scheduled" | "running") => set_status(conn, &row, ("paused", None), "paused", now).await?,
-                ("resume", "paused") => {
+            let refused = || Error::conflict(format!("A {} call campaign cannot be {}.", row.status, action.done()));
+            let row = match (action, row.status.as_str()) {
+                (Action::Pause, "scheduled" | "running") => {
+                    set_status(conn, &row, ("paused", None), "paused", now).await?
+                }
+                (Action::Resume, "paused") => {
                     let token = Uuid::new_v4();
                     diesel::update(call_campaigns::table.find(row.id))
                         .set(call_campaigns::token.eq(token))
@@ -584,7 +597,7 @@ impl MessagingService {
                     enqueue_tick(conn, &row, token, None).await?;
                     set_status(conn, &row, ("running", None), "resumed", now).await?
                 }
-                ("cancel", "scheduled" | "running" | "paused") => {
+                (Action::Cancel, "scheduled" | "running" | "paused") => {
                     diesel::update(
                         call_campaign_targets::table
                             .filter(call_campaign_targets::campaign_id.eq(row.id))
@@ -608,7 +621,7 @@ impl MessagingService {
         let config = self.config.clone();
         let mut conn = self.conn(tenant).await?;
         conn.transaction(async move |conn| {
-            let mut row = locked(conn, tenant, &CallCampaignRef::Id(campaign)).await?;
+            let mut row = locked(conn, tenant, &CallCampaignRef::Id(CallCampaignId(campaign))).await?;
             let wallet_paused = row.status == "paused" && row.status_reason.as_deref() == Some(NO_BALANCE);
             if row.token != token || !(row.status == "scheduled" || row.status == "running" || wallet_paused) {
                 return Ok(());
@@ -731,7 +744,7 @@ async fn write_targets(conn: &mut store::Conn, row: &Row, now: OffsetDateTime) -
 /// not answer and tries are left; the campaign completes with its last target.
 pub(crate) async fn call_ended(conn: &mut store::Conn, call: &CallRecord, now: OffsetDateTime) -> Result<(), Error> {
     let Some(campaign) = call.call_campaign_id else { return Ok(()) };
-    let row = locked(conn, TenantId(call.tenant_id), &CallCampaignRef::Id(campaign)).await?;
+    let row = locked(conn, TenantId(call.tenant_id), &CallCampaignRef::Id(CallCampaignId(campaign))).await?;
     let attempts: Option<i16> = call_campaign_targets::table
         .filter(call_campaign_targets::campaign_id.eq(campaign))
         .filter(call_campaign_targets::call_id.eq(call.id))

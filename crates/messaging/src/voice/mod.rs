@@ -11,6 +11,7 @@
 
 pub mod callbacks;
 pub mod campaigns;
+pub mod menus;
 pub mod place;
 pub mod plan;
 pub mod player;
@@ -24,13 +25,7 @@ use time::OffsetDateTime;
 
 use crate::schema::calls;
 
-kernel::id!(
-    /// A call (voice OTP, voice message or call).
-    CallId: i64
-);
-
-/// A call's public uid prefix.
-pub const UID_PREFIX: &str = "call_";
+pub use crate::ids::{CallId, CallRef, CallUid};
 
 /// Statuses a call ends in.
 pub const ENDED: [&str; 4] = ["completed", "busy", "no_answer", "failed"];
@@ -131,28 +126,6 @@ impl CallRecord {
             _ => "call",
         }
     }
-}
-
-/// A call in a path: numeric id or `call_…` uid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallRef {
-    Id(CallId),
-    Uid(String),
-}
-
-impl kernel::ids::PathId for CallRef {
-    fn from_path(raw: &str) -> Option<Self> {
-        if let Some(id) = CallId::from_path(raw) {
-            return Some(Self::Id(id));
-        }
-        let rest = raw.strip_prefix(UID_PREFIX)?;
-        let valid = (1..=64).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_alphanumeric());
-        valid.then(|| Self::Uid(raw.to_owned()))
-    }
-}
-
-pub(crate) fn new_uid() -> String {
-    format!("{UID_PREFIX}{}", uuid::Uuid::new_v4().simple())
 }
 
 /// Filters of `GET /calls`.

@@ -57,19 +57,17 @@ impl MessagingService {
         for call in in_doubt {
             conn.transaction(async |conn| fail(conn, call, OUTCOME_UNKNOWN, now).await).await?;
         }
-        let claimed: Vec<CallRecord> = diesel::update(
-            calls::table
-                .filter(calls::tenant_id.eq(tenant.0))
-                .filter(calls::id.eq_any(ids))
-                .filter(calls::status.eq("queued")),
-        )
-        .set((calls::status.eq("initiated"), calls::updated_at.eq(now)))
-        .returning(CallRecord::as_returning())
-        .get_results(&mut conn)
-        .await?;
+        let queued: Vec<CallRecord> = calls::table
+            .filter(calls::tenant_id.eq(tenant.0))
+            .filter(calls::id.eq_any(ids))
+            .filter(calls::status.eq("queued"))
+            .order(calls::id)
+            .select(CallRecord::as_select())
+            .load(&mut conn)
+            .await?;
         drop(conn);
         let mut providers: HashMap<i64, Arc<dyn VoiceGateway>> = HashMap::new();
-        for call in &claimed {
+        for call in &queued {
             if let std::collections::hash_map::Entry::Vacant(entry) = providers.entry(call.channel_id) {
                 let mut conn = self.conn(tenant).await?;
                 let channel = crate::channels::get(&mut conn, tenant, call.channel_id).await?;
@@ -77,8 +75,11 @@ impl MessagingService {
             }
         }
         let providers = &providers;
-        let results: Vec<Result<(), Error>> = futures_util::stream::iter(claimed)
+        let results: Vec<Result<(), Error>> = futures_util::stream::iter(queued)
             .map(|call| async move {
+                // claimed one by one, just before its request: a process that dies leaves in
+                // doubt only the calls it was asking for, not the rest of the job
+                let Some(call) = self.claim(tenant, call.id).await? else { return Ok(()) };
                 let provider = &providers[&call.channel_id];
                 let request = OutboundCall { reference: &call.uid, to: &call.recipient, from: call.caller.as_deref() };
                 let outcome = provider.place(request).await;
@@ -88,6 +89,20 @@ impl MessagingService {
             .collect()
             .await;
         results.into_iter().collect()
+    }
+
+    /// Marks a queued call `initiated` (committed) before its request leaves; `None` when it is
+    /// queued no more (cancelled, or claimed by another run).
+    async fn claim(&self, tenant: TenantId, id: i64) -> Result<Option<CallRecord>, Error> {
+        let mut conn = self.conn(tenant).await?;
+        Ok(diesel::update(
+            calls::table.find(id).filter(calls::tenant_id.eq(tenant.0)).filter(calls::status.eq("queued")),
+        )
+        .set((calls::status.eq("initiated"), calls::updated_at.eq(self.clock.now())))
+        .returning(CallRecord::as_returning())
+        .get_result(&mut conn)
+        .await
+        .optional()?)
     }
 
     /// Records the provider's answer to one call request.

@@ -335,7 +335,7 @@ fn check_connect(errors: &mut FieldErrors, field: &str, mut connect: Connect, ca
 }
 
 /// A call's or a campaign's `ivr`, its numbers normalized.
-pub(super) fn check_ivr(errors: &mut FieldErrors, menu: Menu, calling_code: &str) -> Menu {
+pub(crate) fn check_ivr(errors: &mut FieldErrors, menu: Menu, calling_code: &str) -> Menu {
     check_menu(errors, "ivr", menu, 1, calling_code)
 }
 
@@ -560,7 +560,7 @@ pub(crate) async fn write_calls(
         .iter()
         .map(|recipient| {
             (
-                calls::uid.eq(voice::new_uid()),
+                calls::uid.eq(voice::CallUid::generate()),
                 calls::tenant_id.eq(tenant.0),
                 calls::kind.eq(new.kind),
                 calls::channel_id.eq(channel.id),

@@ -13,6 +13,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::sms::support::{assert_field_error, assert_status, balance, e164, events, hook, tz};
 
+mod crash;
+
 /// 5,000.00 TZS, in minor units.
 const START: i64 = 500_000;
 /// The default price of a started minute (`SVC_VOICE_PRICE_MINOR`).
@@ -460,7 +462,7 @@ where
     campaign_of(app, key, campaign).await
 }
 
-const ALL_DAY: &str = r#"{"start": "00:00", "end": "24:00", "utc_offset": "+00:00"}"#;
+pub(crate) const ALL_DAY: &str = r#"{"start": "00:00", "end": "24:00", "utc_offset": "+00:00"}"#;
 
 #[actix_web::test]
 async fn a_call_campaign_calls_each_number_once_at_its_rate_and_tries_the_unanswered_again() {
