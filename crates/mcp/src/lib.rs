@@ -17,12 +17,14 @@ pub mod data;
 pub mod groups;
 pub mod handler;
 pub mod inbox;
+pub mod ivr;
 pub mod leads;
 pub mod messaging;
 pub mod navigate;
 pub mod operations;
 pub mod orders;
 pub mod payments;
+pub mod routing;
 pub mod scopes;
 pub mod servers;
 pub mod shop;
@@ -62,6 +64,8 @@ pub fn all_tools() -> Vec<Tool> {
         leads::tools(),
         messaging::tools(),
         calls::tools(),
+        ivr::tools(),
+        routing::tools(),
         inbox::tools(),
         groups::tools(),
         studio::tools(),
@@ -228,22 +232,22 @@ mod tests {
     fn consent_grants_what_the_person_may_do() {
         let tools = all_tools();
         let asked =
-            Grant::parse("mcp:use mcp:contacts mcp:data mcp:calls mcp:routing mcp:write mcp:send").expect("grant");
+            Grant::parse("mcp:use mcp:contacts mcp:data mcp:calls mcp:meetings mcp:write mcp:send").expect("grant");
         let leads_viewer = Permissions::Only(["leads.view".to_owned()].into());
         let granted = grantable(&tools, &asked, &leads_viewer);
-        // no data-table or calls tool is theirs, none of their contacts tools writes; routing
+        // no data-table or calls tool is theirs, none of their contacts tools writes; meetings
         // has no tools yet
-        assert_eq!(granted.scopes(), ["mcp:contacts", "mcp:routing", "mcp:use"]);
+        assert_eq!(granted.scopes(), ["mcp:contacts", "mcp:meetings", "mcp:use"]);
         let editor = Permissions::Only(["leads.view".to_owned(), "leads.edit".to_owned()].into());
         assert_eq!(
             grantable(&tools, &asked, &editor).scopes(),
-            ["mcp:contacts", "mcp:routing", "mcp:use", "mcp:write"]
+            ["mcp:contacts", "mcp:meetings", "mcp:use", "mcp:write"]
         );
         // sending is the messaging server's, which was not asked for (placing calls spends)
         let everything = grantable(&tools, &asked, &Permissions::All);
         assert_eq!(
             everything.scopes(),
-            ["mcp:calls", "mcp:contacts", "mcp:data", "mcp:routing", "mcp:use", "mcp:write"]
+            ["mcp:calls", "mcp:contacts", "mcp:data", "mcp:meetings", "mcp:use", "mcp:write"]
         );
     }
 
