@@ -1,7 +1,7 @@
 //! The id kinds of messaging (contract: Identifiers): a message, a campaign, a call or a call
 //! campaign is named in a path by its numeric id or by its public uid (`msg_…`, `cmp_…`,
-//! `call_…`, `ccmp_…`). Read them with
-//! [`kernel::parse_id`]: anything else names nothing, the resource's 404.
+//! `call_…`, `ccmp_…`). Read them with [`kernel::parse_id`]: anything else names nothing, the
+//! resource's 404.
 //!
 //! ```
 //! use messaging::ids::{CampaignRef, MessageId, MessageRef};
