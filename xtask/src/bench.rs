@@ -16,7 +16,9 @@
 //! the admin CLI) their own chat accounts and shops (see [`publishing`]); the payments list its
 //! 100,000 payments written by SQL (see [`payments`]); the operation run its own operation and
 //! data tables, defined with the admin CLI (see [`operations`]); the agent runs the sandbox model's scripts
-//! through the gateway's job workers, against the same tool calls made directly (see [`agents`]).
+//! through the gateway's job workers, against the same tool calls made directly (see [`agents`]);
+//! the call campaign its callees loaded by SQL and its own sandbox voice channel, made with the
+//! admin CLI, its waiting minutes between dispatch ticks skipped (see [`voice`]).
 //! `--only N` runs workload N alone (and
 //! loads no contacts when it reads none). `--check` compares each API/raw ratio with the committed
 //! ones (see [`baseline`]) and `--save-baseline` writes them. `--explain` reports where the
@@ -42,6 +44,7 @@ mod publishing;
 mod report;
 mod sql;
 mod sys;
+mod voice;
 mod webhooks;
 
 use std::env;
@@ -92,6 +95,9 @@ const QUICK_CAMPAIGN_CONTACTS: u64 = 10_000;
 /// Events (so deliveries, with one receiver) of the webhook workload, and with `--quick`.
 const WEBHOOK_DELIVERIES: u64 = 20_000;
 const QUICK_WEBHOOK_DELIVERIES: u64 = 3_000;
+/// Callees of the call campaign workload, and with `--quick`.
+const CALL_CAMPAIGN_CALLEES: u64 = 10_000;
+const QUICK_CALL_CAMPAIGN_CALLEES: u64 = 2_000;
 
 /// What one operation of a workload does, on both sides.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -141,6 +147,9 @@ enum Work {
     /// `POST /api/engine/tasks`, sandbox runs of three tool calls executed by the job workers,
     /// timed until all completed, against the same MCP tool calls made directly (see [`agents`]).
     AgentRuns,
+    /// One call campaign on each side, timed until every callee's call reached the sandbox
+    /// provider, the minutes between dispatch ticks skipped (see [`voice`]).
+    CallCampaign,
 }
 
 impl Work {
@@ -164,6 +173,7 @@ impl Work {
                 | Self::PaymentsPage
                 | Self::OperationRun
                 | Self::AgentRuns
+                | Self::CallCampaign
         )
     }
 }
@@ -212,7 +222,7 @@ impl Workload {
     }
 }
 
-static WORKLOADS: [Workload; 23] = [
+static WORKLOADS: [Workload; 24] = [
     Workload {
         number: 1,
         name: "GET /me",
@@ -537,6 +547,24 @@ static WORKLOADS: [Workload; 23] = [
         open_loop_p99_ms: None,
         raw_sql: agents::RAW_CALLS,
     },
+    Workload {
+        number: 24,
+        name: "call campaign",
+        work: Work::CallCampaign,
+        connections: 1,
+        // As 7's: the raw side is a bulk write of the rows, where the service dispatches a
+        // minute's calls per tick and places each call with the provider in a transaction of its
+        // own (while the sandbox's calls are played out beside it), so the ratio shows how far
+        // that is from a bulk write and is no target. The target is the dispatch rate instead:
+        // ten campaigns at the contract's top rate (600 calls a minute each) at once.
+        min_ratio: None,
+        min_rate: Some(voice::MIN_CALLS_PER_SECOND),
+        max_p99_ms: None,
+        max_rss_mb: report::RSS_LIMIT_MB,
+        max_seconds: None,
+        open_loop_p99_ms: None,
+        raw_sql: voice::RAW_DESCRIPTION,
+    },
 ];
 
 /// Everything the measuring phase needs, made by the setup phase.
@@ -566,6 +594,8 @@ struct Setup {
     drift_listings: u64,
     /// Agent runs per side of the agent workload.
     agent_runs: u64,
+    /// Callees of the call campaign workload.
+    call_campaign_callees: u64,
 }
 
 /// What `cargo xtask bench` was asked for.
@@ -667,6 +697,7 @@ pub async fn bench(workspace: &Workspace, interrupts: &mut Interrupts, options: 
         data_records: if quick { data_tables::QUICK_RECORDS } else { data_tables::RECORDS },
         drift_listings: if quick { publishing::QUICK_DRIFT_LISTINGS } else { publishing::DRIFT_LISTINGS },
         agent_runs: if quick { agents::QUICK_RUNS } else { agents::RUNS },
+        call_campaign_callees: if quick { QUICK_CALL_CAMPAIGN_CALLEES } else { CALL_CAMPAIGN_CALLEES },
     };
     if explain {
         explain::install(&setup.database_url).await?;
@@ -840,6 +871,7 @@ async fn measure(
             Work::PaymentsPage => vec![run.payments_page(workload).await?],
             Work::OperationRun => vec![run.operation_run(workload).await?],
             Work::AgentRuns => vec![run.agent_runs(workload).await?],
+            Work::CallCampaign => vec![run.call_campaign(workload).await?],
             Work::ChatPublish | Work::DriftCheck => {
                 let (outcome, note) = if workload.work == Work::ChatPublish {
                     run.chat_publish(workload).await?
@@ -1006,7 +1038,8 @@ impl Run<'_> {
             | Work::FormAnswer
             | Work::PaymentsPage
             | Work::OperationRun
-            | Work::AgentRuns => 0,
+            | Work::AgentRuns
+            | Work::CallCampaign => 0,
         })
     }
 
@@ -1129,10 +1162,11 @@ impl Run<'_> {
             | Work::FormAnswer
             | Work::PaymentsPage
             | Work::OperationRun
-            | Work::AgentRuns => {
+            | Work::AgentRuns
+            | Work::CallCampaign => {
                 return Err(
-                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing, payments, operations and \
-                     agents workloads run on their own (see measure)"
+                    "the campaign, webhook, commerce, data-table, MCP, chat, publishing, payments, operations, \
+                     agents and call campaign workloads run on their own (see measure)"
                         .into(),
                 );
             }
@@ -1192,10 +1226,11 @@ fn api_op(api: &Arc<Api>, work: Work, group: i64) -> Result<ApiOp> {
         | Work::FormAnswer
         | Work::PaymentsPage
         | Work::OperationRun
-        | Work::AgentRuns => {
+        | Work::AgentRuns
+        | Work::CallCampaign => {
             return Err(
-                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing, payments, operations \
-                 and agents workloads run on their own (see measure)"
+                "the campaign, webhook, commerce, data-table, MCP, inbound chat, publishing, payments, operations, \
+                 agents and call campaign workloads run on their own (see measure)"
                     .into(),
             );
         }

@@ -243,6 +243,37 @@ impl Api {
         campaign.get("id").and_then(Value::as_i64).ok_or_else(|| format!("no id in {campaign}").into())
     }
 
+    /// `POST /call-campaigns` to `group`: `message` read out, `calls_per_minute`, calling all
+    /// day (UTC), one try per number; the campaign's id, once its answer says it has `callees`
+    /// targets.
+    pub async fn create_call_campaign(
+        &self,
+        group: i64,
+        message: &str,
+        calls_per_minute: i32,
+        callees: u64,
+    ) -> Result<i64> {
+        let request = json!({
+            "contact_group_id": group.to_string(),
+            "message": message,
+            "calls_per_minute": calls_per_minute,
+            "calling_hours": { "start": "00:00", "end": "24:00", "utc_offset": "+00:00" },
+            "max_attempts": 1,
+        });
+        let body = self.call(self.post("/call-campaigns", &request), StatusCode::CREATED).await;
+        let body: Value =
+            serde_json::from_slice(body.map_err(|e| format!("creating the call campaign: {e}"))?.as_ref())?;
+        let campaign = body.get("data").ok_or_else(|| format!("no data in {body}"))?;
+        let status = campaign.get("status").and_then(Value::as_str);
+        let targets = campaign.get("total_targets").and_then(Value::as_u64);
+        if !matches!(status, Some("scheduled" | "running")) || targets != Some(callees) {
+            return Err(
+                format!("the call campaign was created with {targets:?} targets, {status:?}: {campaign}").into()
+            );
+        }
+        campaign.get("id").and_then(Value::as_i64).ok_or_else(|| format!("no id in {campaign}").into())
+    }
+
     /// `POST /webhooks`: a receiver of `event` at `url`; its id and signing secret.
     pub async fn create_webhook(&self, url: &str, event: &str) -> Result<(i64, String)> {
         let request = json!({ "url": url, "events": [event] });

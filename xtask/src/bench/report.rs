@@ -66,10 +66,17 @@ pub enum Facts {
     Orders(OrderFacts),
     /// The table read or written, and what was checked.
     Data(DataFacts),
+    /// Rates are calls per second dispatched (placed with the provider), p50 and p99 the
+    /// campaign's whole time.
+    CallCampaign(CallCampaignFacts),
 }
 
 fn campaign(facts: &Option<Facts>) -> Option<&CampaignFacts> {
     if let Some(Facts::Campaign(c)) = facts { Some(c) } else { None }
+}
+
+fn call_campaign(facts: &Option<Facts>) -> Option<&CallCampaignFacts> {
+    if let Some(Facts::CallCampaign(c)) = facts { Some(c) } else { None }
 }
 
 fn webhooks(facts: &Option<Facts>) -> Option<&WebhookFacts> {
@@ -92,6 +99,25 @@ pub struct CampaignFacts {
     pub final_status: String,
     /// The raw side's transaction, authentication included.
     pub raw_seconds: f64,
+}
+
+/// One call campaign on each side (workload 24): how many callees and how long each side took.
+#[derive(Serialize, Clone)]
+pub struct CallCampaignFacts {
+    pub callees: u64,
+    pub calls_per_minute: i32,
+    /// From `POST /call-campaigns` until every callee's call had the provider's id.
+    pub api_seconds: f64,
+    /// From the request until every callee had a call row.
+    pub written_after_s: Option<f64>,
+    /// Dispatch ticks the bench made due at once (the skipped minutes).
+    pub ticks_moved: u64,
+    /// The campaign's status once every call was placed (`running`: calls are still live).
+    pub final_status: String,
+    /// The raw side's transaction, authentication included.
+    pub raw_seconds: f64,
+    /// The raw side's `voice.place_calls` jobs.
+    pub raw_place_jobs: u64,
 }
 
 /// The webhook workload: N events delivered on one side, N signed POSTs on the other.
@@ -274,6 +300,9 @@ impl WorkloadResult {
             Some(Facts::Batch(b)) => format!("{} of {} products", w.name, thousands(b.products)),
             Some(Facts::Orders(o)) => format!("{}, {} orders", w.name, thousands(o.orders)),
             Some(Facts::Data(d)) => d.name(w.name),
+            Some(Facts::CallCampaign(c)) => {
+                format!("{} of {} callees through the sandbox", w.name, thousands(c.callees))
+            }
             None => w.name.to_owned(),
         };
         let open_loop = outcome.open.as_ref().zip(w.open_loop_p99_ms).map(|(run, max)| {
@@ -306,13 +335,14 @@ impl WorkloadResult {
 
     /// Whether the workload is one operation per side, timed whole (no latencies to show).
     fn whole(&self) -> bool {
-        matches!(self.facts, Some(Facts::Campaign(_) | Facts::Webhooks(_)))
+        matches!(self.facts, Some(Facts::Campaign(_) | Facts::Webhooks(_) | Facts::CallCampaign(_)))
     }
 
     fn label(&self) -> String {
         match &self.facts {
             Some(Facts::Campaign(_)) => format!("{}. {} (messages/s)", self.number, self.name),
             Some(Facts::Webhooks(_)) => format!("{}. {} (deliveries/s)", self.number, self.name),
+            Some(Facts::CallCampaign(_)) => format!("{}. {} (calls/s dispatched)", self.number, self.name),
             Some(Facts::Batch(_)) => format!("{}. {} (rows/s; p50, p99: batch time)", self.number, self.name),
             _ if self.connections == CONNECTIONS => format!("{}. {}", self.number, self.name),
             _ => format!("{}. {} ({} connections)", self.number, self.name, self.connections),
@@ -339,6 +369,7 @@ fn items(outcome: &Outcome) -> &'static str {
         Some(Facts::Campaign(_)) => "messages",
         Some(Facts::Webhooks(_)) => "deliveries",
         Some(Facts::Batch(_)) => "rows",
+        Some(Facts::CallCampaign(_)) => "calls",
         _ => "requests",
     }
 }
@@ -531,6 +562,27 @@ impl Report {
                     c.api_seconds,
                     c.final_status,
                     c.raw_seconds
+                );
+            }
+        }
+        for w in &self.workloads {
+            if let Some(c) = call_campaign(&w.facts) {
+                let written = c.written_after_s.map_or_else(|| "?".to_owned(), |s| format!("{s:.1} s"));
+                let _ = writeln!(
+                    out,
+                    "\n{}. is one operation per side, its rates calls per second dispatched: the API side from \
+                     `POST /call-campaigns` ({} calls a minute) until all {} callees had a call placed with the \
+                     sandbox provider ({:.1} s; all written after {written}; campaign {}), the minutes between \
+                     dispatch ticks skipped ({} ticks made due at once by SQL), the raw side one transaction \
+                     writing the same campaign, target, call and job rows ({:.2} s, {} placing jobs).",
+                    w.number,
+                    c.calls_per_minute,
+                    thousands(c.callees),
+                    c.api_seconds,
+                    c.final_status,
+                    c.ticks_moved,
+                    c.raw_seconds,
+                    c.raw_place_jobs
                 );
             }
         }

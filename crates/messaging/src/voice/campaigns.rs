@@ -470,10 +470,11 @@ async fn enqueue_tick(
 }
 
 /// Whether any target is still to call or live.
-async fn open_targets(conn: &mut store::Conn, campaign: i64) -> Result<bool, Error> {
+async fn open_targets(conn: &mut store::Conn, row: &Row) -> Result<bool, Error> {
     Ok(diesel::select(diesel::dsl::exists(
         call_campaign_targets::table
-            .filter(call_campaign_targets::campaign_id.eq(campaign))
+            .filter(call_campaign_targets::tenant_id.eq(row.tenant_id))
+            .filter(call_campaign_targets::campaign_id.eq(row.id))
             .filter(call_campaign_targets::status.eq_any(["pending", "calling"])),
     ))
     .get_result(conn)
@@ -642,7 +643,7 @@ impl MessagingService {
                 .load(conn)
                 .await?;
             if due.is_empty() {
-                if !open_targets(conn, row.id).await? {
+                if !open_targets(conn, &row).await? {
                     set_status(conn, &row, ("completed", None), "completed", now).await?;
                     return Ok(());
                 }
@@ -691,11 +692,12 @@ impl MessagingService {
             diesel::sql_query(
                 "UPDATE call_campaign_targets t SET status = 'calling', attempts = t.attempts + 1, call_id = c.id
                  FROM unnest($2::text[], $3::bigint[]) AS c (recipient, id)
-                 WHERE t.campaign_id = $1 AND t.recipient = c.recipient",
+                 WHERE t.tenant_id = $4 AND t.campaign_id = $1 AND t.recipient = c.recipient",
             )
             .bind::<diesel::sql_types::BigInt, _>(row.id)
             .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(recipients)
             .bind::<diesel::sql_types::Array<diesel::sql_types::BigInt>, _>(ids)
+            .bind::<diesel::sql_types::BigInt, _>(tenant.0)
             .execute(conn)
             .await?;
             enqueue_tick(conn, &row, token, Some(now + Duration::MINUTE)).await
@@ -745,18 +747,19 @@ async fn write_targets(conn: &mut store::Conn, row: &Row, now: OffsetDateTime) -
 pub(crate) async fn call_ended(conn: &mut store::Conn, call: &CallRecord, now: OffsetDateTime) -> Result<(), Error> {
     let Some(campaign) = call.call_campaign_id else { return Ok(()) };
     let row = locked(conn, TenantId(call.tenant_id), &CallCampaignRef::Id(CallCampaignId(campaign))).await?;
-    let attempts: Option<i16> = call_campaign_targets::table
+    // by the target's key (tenant, campaign, number): a lookup, not a scan of every target
+    let target = call_campaign_targets::table
+        .filter(call_campaign_targets::tenant_id.eq(call.tenant_id))
         .filter(call_campaign_targets::campaign_id.eq(campaign))
-        .filter(call_campaign_targets::call_id.eq(call.id))
+        .filter(call_campaign_targets::recipient.eq(&call.recipient))
+        .filter(call_campaign_targets::call_id.eq(call.id));
+    let attempts: Option<i16> = target
         .filter(call_campaign_targets::status.eq("calling"))
         .select(call_campaign_targets::attempts)
         .first(conn)
         .await
         .optional()?;
     let Some(attempts) = attempts else { return Ok(()) };
-    let target = call_campaign_targets::table
-        .filter(call_campaign_targets::campaign_id.eq(campaign))
-        .filter(call_campaign_targets::call_id.eq(call.id));
     let unanswered = call.status == "busy" || call.status == "no_answer";
     if unanswered && attempts < row.max_attempts && !ENDED.contains(&row.status.as_str()) {
         let next = now + Duration::minutes(i64::from(row.retry_minutes));
@@ -781,7 +784,8 @@ pub(crate) async fn call_ended(conn: &mut store::Conn, call: &CallRecord, now: O
         .get_result(conn)
         .await?;
     emit(conn, &row, "target_completed", Some(call), now).await?;
-    if row.status == "running" && !open_targets(conn, campaign).await? {
+    // each target is settled once, so the counters say when none is left (no scan per call)
+    if row.status == "running" && row.completed_targets + row.failed_targets >= row.total_targets {
         set_status(conn, &row, ("completed", None), "completed", now).await?;
     }
     Ok(())
