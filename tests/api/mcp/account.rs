@@ -293,7 +293,8 @@ async fn navigate_lists_every_server_with_its_tools_and_finds_tools_by_words() {
         (on("navigate")["tools"].clone(), on("navigate")["capability"].clone()),
         (json!(["list_servers", "find_tool"]), json!("mcp:navigate"))
     );
-    assert_eq!(on("ivr")["tools"], json!([]));
+    assert_eq!(on("ivr")["tools"], json!(["check_ivr_menu", "run_ivr_menu"]));
+    assert_eq!(on("meetings")["tools"], json!([]), "a server with no tools yet is listed");
 
     // words in the name, the title or the description, any case
     let found = ok(&client, "find_tool", json!({"query": "CONTACT GROUP"})).await;
