@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn the_raw_calls_are_written_as_the_service_writes_them() {
-        // `voice::new_uid` is `call_` and a simple (hyphenless) UUID; a campaign's calls are
+        // `CallUid::generate` is `call_` and a simple (hyphenless) UUID; a campaign's calls are
         // `message` calls (a text, no menu), the held minute priced at the rate.
         assert!(RAW_CALLS.contains("'call_' || replace(gen_random_uuid()::text, '-', '')"));
         assert!(RAW_CALLS.contains("'message'"));
